@@ -1,0 +1,33 @@
+# concurrency_kit: PGXS build. `make && make install && make installcheck` works against
+# a server you already run; `make demo`, `make test` and `make bench` do the whole set-up
+# on a throwaway cluster (see test/run.sh).
+
+EXTENSION    = concurrency_kit
+EXTVERSION   = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).control)
+
+MODULE_big   = $(EXTENSION)
+OBJS         = $(patsubst %.cpp,%.o,$(wildcard src/*.cpp))
+DATA         = $(wildcard sql/$(EXTENSION)--*.sql)
+
+PG_CXXFLAGS  = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -fno-omit-frame-pointer
+PG_CPPFLAGS  = -I$(srcdir)/src
+SHLIB_LINK  += -lstdc++
+
+# pg_regress inputs are sql/*.sql minus the install/upgrade scripts.
+REGRESS      = $(filter-out $(EXTENSION)--%,$(notdir $(basename $(wildcard sql/*.sql))))
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+ISOLATION    = $(notdir $(basename $(wildcard test/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
+
+# Debian's PGXS would also compile every .cpp to LLVM bitcode with clang and without
+# PG_CXXFLAGS; the extension gains nothing from JIT inlining, so skip it. (Must precede
+# the include: pgxs.mk tests it while it is read.)
+override with_llvm = no
+
+PG_CONFIG   ?= pg_config
+PGXS        := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+.PHONY: demo test bench
+demo test bench:
+	bash test/run.sh $@
