@@ -9,7 +9,7 @@ MODULE_big   = $(EXTENSION)
 OBJS         = $(patsubst %.cpp,%.o,$(wildcard src/*.cpp))
 DATA         = $(wildcard sql/$(EXTENSION)--*.sql)
 
-PG_CXXFLAGS  = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -fno-omit-frame-pointer
+PG_CXXFLAGS  = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-register -fno-omit-frame-pointer
 PG_CPPFLAGS  = -I$(srcdir)/src
 SHLIB_LINK  += -lstdc++
 

@@ -1,0 +1,286 @@
+// Conditional change: one UPDATE ... WHERE <condition> per call (ck.try_decrement,
+// ck.decrement, ck.try_increment, ck.increment, ck.transition, ck.transition_or_raise).
+#include "boundary.hpp"
+#include "errcodes.hpp"
+#include "plan_cache.hpp"
+#include "relation.hpp"
+
+extern "C" {
+#include "utils/numeric.h"
+}
+
+namespace {
+
+using ck::ColumnRef;
+using ck::Prepared;
+using ck::StatementKind;
+using ck::TableRef;
+
+// What the SQL-level arguments say, read before any C++ object exists.
+struct Call {
+    Oid relid;
+    const char *column;
+    const char *key_column;   // nullptr: the primary key
+    Datum key;
+    Oid key_type;
+    Datum amount;             // int8 (decrement/increment)
+    Datum bound;              // numeric (increment)
+    Datum from_value;         // text (transition)
+    Datum to_value;           // text (transition)
+};
+
+void require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+    if (PG_ARGISNULL(argno))
+        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, ck::fmt("%s must not be NULL", what));
+}
+
+const char *optional_name(FunctionCallInfo fcinfo, int argno)
+{
+    if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+        return nullptr;
+    return NameStr(*PG_GETARG_NAME(argno));
+}
+
+// tbl, col and key are at the given positions; amount (when present) must be > 0.
+Call read_call(FunctionCallInfo fcinfo, int col_arg, int key_arg, int key_column_arg)
+{
+    require_arg(fcinfo, 0, "table");
+    require_arg(fcinfo, col_arg, "column");
+    require_arg(fcinfo, key_arg, "key");
+    Call c{};
+    c.relid = PG_GETARG_OID(0);
+    c.column = NameStr(*PG_GETARG_NAME(col_arg));
+    c.key = PG_GETARG_DATUM(key_arg);
+    c.key_type = get_fn_expr_argtype(fcinfo->flinfo, key_arg);
+    c.key_column = optional_name(fcinfo, key_column_arg);
+    return c;
+}
+
+int64 read_amount(FunctionCallInfo fcinfo, int argno)
+{
+    require_arg(fcinfo, argno, "amount");
+    int64 amount = PG_GETARG_INT64(argno);
+    if (amount <= 0)
+        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE,
+                        ck::fmt("amount must be positive, got " INT64_FORMAT, amount));
+    return amount;
+}
+
+void spi_connect()
+{
+    ck::pg_call([] {
+        if (SPI_connect() != SPI_OK_CONNECT)
+            elog(ERROR, "SPI_connect failed");
+    });
+}
+
+void spi_finish()
+{
+    ck::pg_call([] { SPI_finish(); });
+}
+
+bool is_counter_type(Oid type)
+{
+    return type == INT2OID || type == INT4OID || type == INT8OID || type == NUMERICOID;
+}
+
+// Builds the statement for kind on the call's table, validating every argument.
+Prepared build(const ck::PlanKey &key, const Call &call)
+{
+    struct Resolved {
+        TableRef table;
+        ColumnRef column;
+        ColumnRef key;
+        const char *key_param;
+    } r;
+    AclMode mode = key.kind == StatementKind::ReadAsText ? ACL_SELECT : ACL_UPDATE;
+    ck::pg_call([&] {
+        r.table = ck::table_ref(call.relid, mode);
+        r.column = ck::column_ref(r.table, call.column);
+        r.key = ck::key_column_ref(r.table, call.key_column);
+        r.key_param = ck::key_param_sql(r.key, call.key_type, 1);
+    });
+    bool counter = key.kind == StatementKind::Decrement || key.kind == StatementKind::Increment;
+    if (counter && !is_counter_type(r.column.base_type))
+        throw ck::Error(ERRCODE_DATATYPE_MISMATCH,
+                        ck::fmt("column \"%s\" of table \"%s\" is of type %s, not a counter",
+                                r.column.name, r.table.qualified, r.column.type_sql),
+                        "A counter column must be smallint, integer, bigint or numeric.");
+
+    std::string set_where = std::string("UPDATE ") + r.table.sql + " SET " + r.column.sql + " = ";
+    std::string where = std::string(" WHERE ") + r.key.sql + " = " + r.key_param;
+    std::string sql;
+    Oid types[3] = {call.key_type, INT8OID, NUMERICOID};
+    int nargs = 2;
+    switch (key.kind) {
+    case StatementKind::Decrement:
+        // $2 is the amount; the condition lives in the same statement as the change.
+        sql = set_where + r.column.sql + " - $2" + where + " AND " + r.column.sql + " >= $2" +
+              " RETURNING " + r.column.sql + "::pg_catalog.numeric";
+        break;
+    case StatementKind::Increment:
+        // $3 is the upper bound; compared as bound - amount so the test cannot overflow.
+        sql = set_where + r.column.sql + " + $2" + where + " AND " + r.column.sql + " <= $3 - $2" +
+              " RETURNING " + r.column.sql + "::pg_catalog.numeric";
+        nargs = 3;
+        break;
+    case StatementKind::Transition:
+        // $2 is the new state and $3 the one the row must be in, both as text.
+        sql = set_where + "$2::" + r.column.type_sql + where + " AND " + r.column.sql + " = $3::" +
+              r.column.type_sql;
+        types[1] = TEXTOID;
+        types[2] = TEXTOID;
+        nargs = 3;
+        break;
+    case StatementKind::ReadAsText:
+        sql = std::string("SELECT ") + r.column.sql + "::pg_catalog.text FROM " + r.table.sql + where;
+        nargs = 1;
+        break;
+    }
+
+    Prepared p;
+    p.plan = ck::pg_call([&] { return ck::prepare_kept(sql.c_str(), nargs, types); });
+    p.table = r.table.name;
+    p.qualified = r.table.qualified;
+    p.column = r.column.name;
+    p.key_column = r.key.name;
+    p.key_type = call.key_type;
+    return p;
+}
+
+const Prepared &prepared(StatementKind kind, const Call &call)
+{
+    ck::PlanKey key(kind, call.relid, call.key_type, call.column, call.key_column);
+    return ck::prepare_once(key, [&] { return build(key, call); });
+}
+
+// The key as text, for messages.
+std::string key_text(const Call &call)
+{
+    return ck::pg_call([&] {
+        Oid out;
+        bool varlena;
+        getTypeOutputInfo(call.key_type, &out, &varlena);
+        return OidOutputFunctionCall(out, call.key);
+    });
+}
+
+// The row's current value of the column as text; false when there is no such row.
+bool current_value(const Call &call, std::string *value)
+{
+    const Prepared &read = prepared(StatementKind::ReadAsText, call);
+    Datum values[1] = {call.key};
+    if (ck::execute_plan(read.plan, values, nullptr) == 0)
+        return false;
+    const char *v = ck::pg_call([] { return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1); });
+    *value = v ? v : "NULL";
+    return true;
+}
+
+// The single numeric a counter UPDATE returned, copied out of SPI's memory.
+Datum returned_numeric()
+{
+    return ck::pg_call([] {
+        bool isnull;
+        Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+        return SPI_datumTransfer(d, false, -1);
+    });
+}
+
+// The message shared by all raising forms: "<table> <key>: ...".
+std::string row_label(const Prepared &p, const Call &call)
+{
+    return p.table + " " + key_text(call);
+}
+
+[[noreturn]] void raise_no_such_row(const Prepared &p, const Call &call)
+{
+    std::string key = key_text(call);
+    throw ck::Error(CK_ERRCODE_NO_SUCH_ROW, ck::fmt("%s %s: no such row", p.table.c_str(), key.c_str()),
+                    ck::fmt("No row of %s has %s = %s.", p.qualified.c_str(), p.key_column.c_str(),
+                            key.c_str()));
+}
+
+// Shared by the four counter functions; col 1, key 2, amount 3, bound 4 when increment.
+Datum change_counter(FunctionCallInfo fcinfo, StatementKind kind, bool raise)
+{
+    bool increment = kind == StatementKind::Increment;
+    Call call = read_call(fcinfo, 1, 2, increment ? 5 : 4);
+    int64 amount = read_amount(fcinfo, 3);
+    if (increment) {
+        require_arg(fcinfo, 4, "upper_bound");
+        call.bound = PG_GETARG_DATUM(4);
+    }
+    call.amount = Int64GetDatum(amount);
+
+    spi_connect();
+    const Prepared &p = prepared(kind, call);
+    Datum values[3] = {call.key, call.amount, call.bound};
+    if (ck::execute_plan(p.plan, values, nullptr) == 1) {
+        Datum result = returned_numeric();
+        spi_finish();
+        PG_RETURN_DATUM(result);
+    }
+    if (!raise) {
+        spi_finish();
+        PG_RETURN_NULL();
+    }
+
+    std::string current;
+    if (!current_value(call, &current))
+        raise_no_such_row(p, call);
+    std::string label = row_label(p, call);
+    if (increment) {
+        const char *bound = ck::pg_call([&] { return DatumGetCString(DirectFunctionCall1(numeric_out, call.bound)); });
+        throw ck::Error(CK_ERRCODE_BOUND_EXCEEDED,
+                        ck::fmt("%s: %s is %s, adding " INT64_FORMAT " would pass %s", label.c_str(),
+                                p.column.c_str(), current.c_str(), amount, bound),
+                        ck::fmt("Table %s, %s: current %s, amount " INT64_FORMAT ", upper bound %s.",
+                                p.qualified.c_str(), p.column.c_str(), current.c_str(), amount, bound));
+    }
+    throw ck::Error(CK_ERRCODE_INSUFFICIENT,
+                    ck::fmt("%s: %s is %s, " INT64_FORMAT " requested", label.c_str(), p.column.c_str(),
+                            current.c_str(), amount),
+                    ck::fmt("Table %s, %s: available %s, requested " INT64_FORMAT ".", p.qualified.c_str(),
+                            p.column.c_str(), current.c_str(), amount));
+}
+
+// ck.transition(tbl, key, col, from_value, to_value [, key_column]).
+Datum change_state(FunctionCallInfo fcinfo, bool raise)
+{
+    Call call = read_call(fcinfo, 2, 1, 5);
+    require_arg(fcinfo, 3, "from_value");
+    require_arg(fcinfo, 4, "to_value");
+    call.from_value = PG_GETARG_DATUM(3);
+    call.to_value = PG_GETARG_DATUM(4);
+
+    spi_connect();
+    const Prepared &p = prepared(StatementKind::Transition, call);
+    Datum values[3] = {call.key, call.to_value, call.from_value};
+    bool changed = ck::execute_plan(p.plan, values, nullptr) == 1;
+    if (changed || !raise) {
+        spi_finish();
+        PG_RETURN_BOOL(changed);
+    }
+
+    std::string current;
+    if (!current_value(call, &current))
+        raise_no_such_row(p, call);
+    std::string label = row_label(p, call);
+    std::string from = ck::pg_call([&] { return TextDatumGetCString(call.from_value); });
+    throw ck::Error(CK_ERRCODE_WRONG_STATE,
+                    ck::fmt("%s: %s is '%s', not '%s'", label.c_str(), p.column.c_str(), current.c_str(),
+                            from.c_str()),
+                    ck::fmt("Table %s: the transition needs %s = '%s'.", p.qualified.c_str(),
+                            p.column.c_str(), from.c_str()));
+}
+
+} // namespace
+
+CK_FUNCTION(ck_try_decrement) { return change_counter(fcinfo, StatementKind::Decrement, false); }
+CK_FUNCTION(ck_decrement) { return change_counter(fcinfo, StatementKind::Decrement, true); }
+CK_FUNCTION(ck_try_increment) { return change_counter(fcinfo, StatementKind::Increment, false); }
+CK_FUNCTION(ck_increment) { return change_counter(fcinfo, StatementKind::Increment, true); }
+CK_FUNCTION(ck_transition) { return change_state(fcinfo, false); }
+CK_FUNCTION(ck_transition_or_raise) { return change_state(fcinfo, true); }

@@ -1,0 +1,14 @@
+// The extension's own SQLSTATEs (class CK). Each is documented in the README and
+// classified 'conflict' by ck.sqlstate_action.
+#pragma once
+
+#include "pg.hpp"
+
+// ck.decrement: the counter holds less than the amount requested.
+#define CK_ERRCODE_INSUFFICIENT MAKE_SQLSTATE('C', 'K', '0', '0', '1')
+// ck.increment: the amount would take the counter past its upper bound.
+#define CK_ERRCODE_BOUND_EXCEEDED MAKE_SQLSTATE('C', 'K', '0', '0', '2')
+// ck.transition_or_raise: the row is not in the state the transition starts from.
+#define CK_ERRCODE_WRONG_STATE MAKE_SQLSTATE('C', 'K', '0', '0', '3')
+// Raising forms of conditional change: no row has that key.
+#define CK_ERRCODE_NO_SUCH_ROW MAKE_SQLSTATE('C', 'K', '0', '0', '4')

@@ -1,0 +1,151 @@
+// The per-backend plan cache and its relcache invalidation.
+#include "plan_cache.hpp"
+
+extern "C" {
+#include "common/hashfn.h"
+#include "utils/inval.h"
+}
+
+#include <cstring>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+namespace ck {
+
+PlanKey::PlanKey(StatementKind k, Oid rel, Oid ktype, const char *col, const char *keycol)
+    : kind(k), relid(rel), key_type(ktype)
+{
+    std::memset(&column, 0, sizeof column);
+    std::memset(&key_column, 0, sizeof key_column);
+    strlcpy(NameStr(column), col, NAMEDATALEN);
+    if (keycol != nullptr)
+        strlcpy(NameStr(key_column), keycol, NAMEDATALEN);
+}
+
+bool PlanKey::operator==(const PlanKey &o) const
+{
+    return kind == o.kind && relid == o.relid && key_type == o.key_type &&
+           std::strcmp(NameStr(column), NameStr(o.column)) == 0 &&
+           std::strcmp(NameStr(key_column), NameStr(o.key_column)) == 0;
+}
+
+namespace {
+
+struct PlanKeyHash {
+    size_t operator()(const PlanKey &k) const
+    {
+        uint32 h = hash_bytes_uint32(k.relid) ^ (static_cast<uint32>(k.kind) << 24) ^ k.key_type;
+        h = hash_combine(h, hash_bytes(reinterpret_cast<const unsigned char *>(NameStr(k.column)),
+                                       static_cast<int>(std::strlen(NameStr(k.column)))));
+        return hash_combine(h, hash_bytes(reinterpret_cast<const unsigned char *>(NameStr(k.key_column)),
+                                          static_cast<int>(std::strlen(NameStr(k.key_column)))));
+    }
+};
+
+struct Entry {
+    Prepared prepared;
+    bool valid = true;
+};
+
+std::unordered_map<PlanKey, Entry, PlanKeyHash> plans;
+std::vector<SPIPlanPtr> retired;   // replaced while an execution was under way
+uint64_t generation = 0;
+int stale_entries = 0;
+int executing = 0;                 // nesting depth of execute_plan
+
+// Must not allocate or raise: runs inside invalidation processing.
+void on_relcache_invalidation(Datum, Oid relid)
+{
+    generation++;
+    for (auto &[key, entry] : plans) {
+        if (entry.valid && (relid == InvalidOid || key.relid == relid)) {
+            entry.valid = false;
+            stale_entries++;
+        }
+    }
+}
+
+void free_plan(SPIPlanPtr plan)
+{
+    pg_call([&] { SPI_freeplan(plan); });
+}
+
+// Frees what invalidation retired; only when no plan of ours is executing.
+void sweep()
+{
+    for (SPIPlanPtr plan : retired)
+        free_plan(plan);
+    retired.clear();
+    for (auto it = plans.begin(); it != plans.end();) {
+        if (!it->second.valid) {
+            free_plan(it->second.prepared.plan);
+            it = plans.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    stale_entries = 0;
+}
+
+} // namespace
+
+const Prepared *plan_cache_lookup(const PlanKey &key)
+{
+    if (executing == 0 && (stale_entries > 0 || !retired.empty()))
+        sweep();
+    auto it = plans.find(key);
+    if (it == plans.end() || !it->second.valid)
+        return nullptr;
+    return &it->second.prepared;
+}
+
+uint64_t plan_cache_generation()
+{
+    return generation;
+}
+
+const Prepared &plan_cache_store(const PlanKey &key, Prepared &&prepared, uint64_t built_at)
+{
+    auto [it, inserted] = plans.try_emplace(key);
+    Entry &entry = it->second;
+    if (!inserted) {
+        // A stale entry found while a plan is executing: its plan may be in use.
+        retired.push_back(entry.prepared.plan);
+        stale_entries--;
+    }
+    entry.prepared = std::move(prepared);
+    entry.valid = (built_at == generation);
+    if (!entry.valid)
+        stale_entries++;
+    return entry.prepared;
+}
+
+void plan_cache_init()
+{
+    CacheRegisterRelcacheCallback(on_relcache_invalidation, (Datum) 0);
+}
+
+SPIPlanPtr prepare_kept(const char *sql, int nargs, Oid *argtypes)
+{
+    SPIPlanPtr plan = SPI_prepare(sql, nargs, argtypes);
+    if (plan == nullptr)
+        elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+    if (SPI_keepplan(plan) != 0)
+        elog(ERROR, "SPI_keepplan failed");
+    return plan;
+}
+
+uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls)
+{
+    struct Depth {
+        Depth() { executing++; }
+        ~Depth() { executing--; }
+    } depth;
+    int rc = pg_call([&] { return SPI_execute_plan(plan, values, nulls, false, 0); });
+    if (rc < 0)
+        throw std::runtime_error(SPI_result_code_string(rc));
+    return SPI_processed;
+}
+
+} // namespace ck

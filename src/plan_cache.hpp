@@ -1,0 +1,70 @@
+// Prepared statements kept per backend, keyed by statement kind, table OID and the
+// caller's column arguments; dropped when the table's relcache entry is invalidated.
+#pragma once
+
+#include "pg.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace ck {
+
+enum class StatementKind : uint8_t {
+    Decrement,
+    Increment,
+    Transition,
+    ReadAsText,   // the current value of a column, for the messages of raising forms
+};
+
+struct PlanKey {
+    StatementKind kind;
+    Oid relid;
+    Oid key_type;         // type of the key argument as the caller passed it
+    NameData column;
+    NameData key_column;  // empty: the primary key
+
+    PlanKey(StatementKind k, Oid rel, Oid ktype, const char *col, const char *keycol);
+    bool operator==(const PlanKey &o) const;
+};
+
+// A kept plan and what messages about its table need.
+struct Prepared {
+    SPIPlanPtr plan = nullptr;
+    std::string table;        // bare name
+    std::string qualified;    // schema.name
+    std::string column;
+    std::string key_column;
+    Oid key_type = InvalidOid;
+};
+
+// The valid entry for key, or nullptr. At nesting depth 0 it first frees plans that
+// invalidation has retired.
+const Prepared *plan_cache_lookup(const PlanKey &key);
+
+// Bumped by every relcache invalidation; a plan built across a change is stored as
+// already stale, so the next call rebuilds it.
+uint64_t plan_cache_generation();
+
+const Prepared &plan_cache_store(const PlanKey &key, Prepared &&prepared, uint64_t generation);
+
+// Registers the relcache callback; called once from _PG_init.
+void plan_cache_init();
+
+// Look up, or build with build() (which returns a Prepared with a kept plan) and keep.
+template <typename Build>
+const Prepared &prepare_once(const PlanKey &key, Build &&build)
+{
+    if (const Prepared *p = plan_cache_lookup(key))
+        return *p;
+    uint64_t generation = plan_cache_generation();
+    return plan_cache_store(key, build(), generation);
+}
+
+// SPI_prepare + SPI_keepplan, raising on failure (call inside pg_call).
+SPIPlanPtr prepare_kept(const char *sql, int nargs, Oid *argtypes);
+
+// Executes a kept plan inside the current SPI connection and returns the row count.
+// Plans are never freed while any execution is under way (a trigger may call us again).
+uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls);
+
+} // namespace ck

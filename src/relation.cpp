@@ -1,0 +1,137 @@
+// Validation of table, column and key arguments against the catalog.
+#include "relation.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "parser/parse_coerce.h"
+#include "utils/acl.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
+}
+
+namespace ck {
+
+TableRef table_ref(Oid relid, AclMode required)
+{
+    if (!OidIsValid(relid))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("table must not be NULL or 0")));
+    char relkind = get_rel_relkind(relid);
+    if (relkind == '\0')
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("relation with OID %u does not exist", relid)));
+    const char *name = get_rel_name(relid);
+    if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                        errmsg("\"%s\" is not a table", name)));
+    if (pg_class_aclcheck(relid, GetUserId(), required) != ACLCHECK_OK)
+        aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, name);
+
+    const char *schema = get_namespace_name(get_rel_namespace(relid));
+    TableRef t;
+    t.relid = relid;
+    t.name = name;
+    t.qualified = psprintf("%s.%s", schema, name);
+    t.sql = quote_qualified_identifier(schema, name);
+    return t;
+}
+
+static ColumnRef column_by_attnum(const TableRef &table, AttrNumber attnum)
+{
+    ColumnRef c;
+    Oid collation;
+    c.attnum = attnum;
+    get_atttypetypmodcoll(table.relid, attnum, &c.type, &c.typmod, &collation);
+    c.base_type = getBaseType(c.type);
+    c.name = get_attname(table.relid, attnum, false);
+    c.sql = quote_identifier(c.name);
+    c.type_sql = format_type_extended(c.type, c.typmod,
+                                      FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+    return c;
+}
+
+ColumnRef column_ref(const TableRef &table, const char *name)
+{
+    AttrNumber attnum = get_attnum(table.relid, name);
+    if (attnum <= 0)   // InvalidAttrNumber (missing or dropped) or a system column
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                        errmsg("column \"%s\" of table \"%s\" does not exist", name, table.qualified)));
+    return column_by_attnum(table, attnum);
+}
+
+// Single-column, non-partial, expression-free unique index on attnum (a primary key when
+// primary is set), or InvalidAttrNumber-style false.
+static bool has_single_column_unique_index(Relation rel, AttrNumber attnum, bool primary,
+                                           AttrNumber *found)
+{
+    List *indexes = RelationGetIndexList(rel);
+    ListCell *lc;
+    bool ok = false;
+    foreach (lc, indexes) {
+        HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+        if (!HeapTupleIsValid(tup))
+            continue;
+        Form_pg_index idx = (Form_pg_index) GETSTRUCT(tup);
+        bool usable = idx->indisunique && idx->indisvalid && idx->indnkeyatts == 1 &&
+                      idx->indkey.values[0] != 0 &&
+                      heap_attisnull(tup, Anum_pg_index_indpred, nullptr) &&
+                      heap_attisnull(tup, Anum_pg_index_indexprs, nullptr);
+        if (primary ? (usable && idx->indisprimary)
+                    : (usable && idx->indkey.values[0] == attnum)) {
+            *found = idx->indkey.values[0];
+            ok = true;
+        } else if (primary && idx->indisprimary) {
+            *found = InvalidAttrNumber;   // a primary key, but not a usable one
+            ok = true;
+        }
+        ReleaseSysCache(tup);
+        if (ok)
+            break;
+    }
+    list_free(indexes);
+    return ok;
+}
+
+ColumnRef key_column_ref(const TableRef &table, const char *key_column)
+{
+    Relation rel = table_open(table.relid, AccessShareLock);
+    AttrNumber attnum = InvalidAttrNumber;
+    if (key_column == nullptr) {
+        if (!has_single_column_unique_index(rel, InvalidAttrNumber, true, &attnum))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+                            errmsg("table \"%s\" has no primary key", table.qualified),
+                            errhint("Pass key_column => 'col' naming a column with a unique index.")));
+        if (attnum == InvalidAttrNumber)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+                            errmsg("the primary key of table \"%s\" is not a single column", table.qualified),
+                            errhint("Pass key_column => 'col' naming a column with a unique index.")));
+    } else {
+        attnum = column_ref(table, key_column).attnum;
+        AttrNumber found;
+        if (!has_single_column_unique_index(rel, attnum, false, &found))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+                            errmsg("column \"%s\" of table \"%s\" has no unique index", key_column,
+                                   table.qualified),
+                            errdetail("A conditional change must address exactly one row.")));
+    }
+    table_close(rel, AccessShareLock);
+    return column_by_attnum(table, attnum);
+}
+
+const char *key_param_sql(const ColumnRef &key, Oid param_type, int param_no)
+{
+    if (param_type == key.type)
+        return psprintf("$%d", param_no);
+    if (can_coerce_type(1, &param_type, &key.type, COERCION_ASSIGNMENT))
+        return psprintf("$%d::%s", param_no, key.type_sql);
+    ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                    errmsg("key of type %s does not match column \"%s\" of type %s",
+                           format_type_be(param_type), key.name, format_type_be(key.type)),
+                    errhint("Pass the key as %s.", format_type_be(key.type))));
+    return nullptr;
+}
+
+} // namespace ck

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# `make demo|test|bench`: install build dependencies, build and install the extension, run MODE on a throwaway cluster.
+set -euo pipefail
+shopt -s nullglob
+
+mode=${1:-}
+case $mode in
+    demo | test | bench) ;;
+    *) echo "usage: $0 demo|test|bench" >&2; exit 2 ;;
+esac
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$here/.."
+
+packages=(postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl)
+
+ensure_packages() {
+    local p missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+    done
+    ((${#missing[@]} > 0)) || return 0
+    if [[ $EUID -ne 0 ]]; then
+        echo "missing packages: ${missing[*]}" >&2
+        echo "install them as root: apt-get install ${packages[*]}" >&2
+        exit 1
+    fi
+    echo "== installing ${missing[*]}"
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}"
+}
+
+passed=0
+failed=0
+
+# count_regress FILE: prints "PASSED FAILED" for the pg_regress / pg_isolation_regress test lines in FILE.
+count_regress() {
+    awk '/^(test |     )[^ ]+ +\.\.\. / { if (/\.\.\. ok /) p++; else f++ }
+         END { print p + 0, f + 0 }' "$1"
+}
+
+# count_tap FILE: prints "PASSED FAILED" for the TAP "ok N" / "not ok N" lines in FILE (a failing TODO test is no failure).
+count_tap() {
+    awk '/^[ \t]*ok [0-9]/ { p++ }
+         /^[ \t]*not ok [0-9]/ { if (/# *TODO/) p++; else f++ }
+         END { print p + 0, f + 0 }' "$1"
+}
+
+# suite NAME COUNTER CMD...: runs CMD (output shown and kept), adds its results to the totals; fails if any test failed.
+# A non-zero exit of CMD with no failing test line counts as one failure.
+suite() {
+    local name=$1 counter=$2 out="$workdir/${1//\//_}.out" status=0 p f
+    shift 2
+    echo "== $name"
+    "$@" 2>&1 | tee "$out" || status=$?
+    read -r p f < <("$counter" "$out")
+    if ((status != 0 && f == 0)); then
+        echo "$name exited with status $status"
+        f=1
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    echo "-- $name: $p passed, $f failed"
+    ((f == 0))
+}
+
+# show_failure [DIFFS]: prints the diffs file, if any, and the end of the server log.
+show_failure() {
+    if [[ -s ${1:-} ]]; then
+        echo "-- $1"
+        cat "$1"
+    fi
+    echo "-- last 50 lines of $CK_SERVER_LOG"
+    tail -n 50 "$CK_SERVER_LOG"
+}
+
+# pgtap FILE...: runs the pgTAP files in a fresh database with both extensions (chained: errexit is off under `||`).
+pgtap() {
+    createdb ck_tap &&
+        psql -X -q -v ON_ERROR_STOP=1 -d ck_tap -c 'CREATE EXTENSION pgtap' -c 'CREATE EXTENSION concurrency_kit' &&
+        pg_prove --verbose -d ck_tap "$@"
+}
+
+run_tests() {
+    local script
+    rm -rf results output_iso regression.diffs regression.out
+    # REGRESS and ISOLATION run as two steps, so that a pg_regress failure does not skip the isolation tests.
+    suite regress count_regress make -s installcheck PG_CONFIG="$PG_CONFIG" ISOLATION= ||
+        show_failure regression.diffs
+    suite isolation count_regress make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= ||
+        show_failure output_iso/regression.diffs
+
+    local tap_files=(test/pgtap/*.sql)
+    if ((${#tap_files[@]} > 0)); then
+        suite pgtap count_tap pgtap "${tap_files[@]}" || show_failure
+    else
+        echo "== pgtap: no test/pgtap/*.sql, skipped"
+    fi
+
+    local clients=0
+    for script in test/client/*.sh; do
+        [[ -x $script ]] || continue
+        clients=$((clients + 1))
+        suite "$script" count_tap "$script" || show_failure
+    done
+    ((clients > 0)) || echo "== client: no executable test/client/*.sh, skipped"
+
+    echo
+    echo "$passed passed, $failed failed"
+    ((failed == 0 && passed > 0))
+}
+
+ensure_packages
+eval "$(bash "$here/cluster.sh" env)"
+
+echo "== building and installing concurrency_kit"
+make -s PG_CONFIG="$PG_CONFIG"
+make -s install PG_CONFIG="$PG_CONFIG"
+
+workdir=$(mktemp -d)
+cleanup() {
+    bash "$here/cluster.sh" stop
+    rm -rf "$workdir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+bash "$here/cluster.sh" start
+
+case $mode in
+    demo) bash "$here/demo.sh" ;;
+    test) run_tests ;;
+    bench) bash "$here/bench/run.sh" ;;
+esac
