@@ -13,8 +13,8 @@ PG_CXXFLAGS  = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field
 PG_CPPFLAGS  = -I$(srcdir)/src
 SHLIB_LINK  += -lstdc++
 
-# pg_regress inputs are sql/*.sql minus the install/upgrade scripts.
-REGRESS      = $(filter-out $(EXTENSION)--%,$(notdir $(basename $(wildcard sql/*.sql))))
+# pg_regress inputs in sql/ (beside the install scripts); setup defines test helpers.
+REGRESS      = setup conditional plan_cache boundary memory sqlstate_action
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)

@@ -105,7 +105,7 @@ Prepared build(const ck::PlanKey &key, const Call &call)
     if (counter && !is_counter_type(r.column.base_type))
         throw ck::Error(ERRCODE_DATATYPE_MISMATCH,
                         ck::fmt("column \"%s\" of table \"%s\" is of type %s, not a counter",
-                                r.column.name, r.table.qualified, r.column.type_sql),
+                                r.column.name, r.table.qualified, r.column.type_display),
                         "A counter column must be smallint, integer, bigint or numeric.");
 
     std::string set_where = std::string("UPDATE ") + r.table.sql + " SET " + r.column.sql + " = ";

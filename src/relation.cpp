@@ -50,6 +50,7 @@ static ColumnRef column_by_attnum(const TableRef &table, AttrNumber attnum)
     c.sql = quote_identifier(c.name);
     c.type_sql = format_type_extended(c.type, c.typmod,
                                       FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+    c.type_display = format_type_be(c.type);
     return c;
 }
 
@@ -129,8 +130,8 @@ const char *key_param_sql(const ColumnRef &key, Oid param_type, int param_no)
         return psprintf("$%d::%s", param_no, key.type_sql);
     ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
                     errmsg("key of type %s does not match column \"%s\" of type %s",
-                           format_type_be(param_type), key.name, format_type_be(key.type)),
-                    errhint("Pass the key as %s.", format_type_be(key.type))));
+                           format_type_be(param_type), key.name, key.type_display),
+                    errhint("Pass the key as %s.", key.type_display)));
     return nullptr;
 }
 

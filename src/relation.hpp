@@ -21,6 +21,7 @@ struct ColumnRef {
     const char *name;
     const char *sql;              // quoted identifier
     const char *type_sql;         // schema-qualified type name with its typmod
+    const char *type_display;     // type name for messages
 };
 
 // The table behind a regclass argument: it must exist, be an ordinary or partitioned

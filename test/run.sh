@@ -51,6 +51,7 @@ suite() {
     local name=$1 counter=$2 out="$workdir/${1//\//_}.out" status=0 p f
     shift 2
     echo "== $name"
+    log_offset=$(stat -c %s "$CK_SERVER_LOG")
     "$@" 2>&1 | tee "$out" || status=$?
     read -r p f < <("$counter" "$out")
     if ((status != 0 && f == 0)); then
@@ -63,14 +64,14 @@ suite() {
     ((f == 0))
 }
 
-# show_failure [DIFFS]: prints the diffs file, if any, and the end of the server log.
+# show_failure [DIFFS]: after a failed suite, prints the diffs file, if any, and the server log the suite wrote.
 show_failure() {
     if [[ -s ${1:-} ]]; then
         echo "-- $1"
         cat "$1"
     fi
-    echo "-- last 50 lines of $CK_SERVER_LOG"
-    tail -n 50 "$CK_SERVER_LOG"
+    echo "-- $CK_SERVER_LOG during this suite (last 50 lines)"
+    tail -c +$((log_offset + 1)) "$CK_SERVER_LOG" | tail -n 50
 }
 
 # pgtap FILE...: runs the pgTAP files in a fresh database with both extensions (chained: errexit is off under `||`).
@@ -105,6 +106,7 @@ run_tests() {
     ((clients > 0)) || echo "== client: no executable test/client/*.sh, skipped"
 
     echo
+    ((passed + failed > 0)) || echo "no tests ran"
     echo "$passed passed, $failed failed"
     ((failed == 0 && passed > 0))
 }

@@ -1,0 +1,69 @@
+-- Nothing grows per call: many failing and succeeding calls in one backend leave its
+-- memory contexts and its heap (C++ allocations included) where they were.
+CREATE TABLE mem (id int PRIMARY KEY, qty bigint NOT NULL);
+INSERT INTO mem SELECT g, 1000000000 FROM generate_series(1, 1000) g;
+INSERT INTO mem VALUES (0, 0);
+CREATE FUNCTION mem_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = '22012', MESSAGE = 'refused';
+END $$;
+CREATE TABLE mem_refusing (id int PRIMARY KEY, qty int NOT NULL);
+INSERT INTO mem_refusing VALUES (1, 10);
+CREATE TRIGGER mem_refuse BEFORE UPDATE ON mem_refusing
+    FOR EACH ROW EXECUTE FUNCTION mem_refuse();
+
+-- 3n failing calls: a domain error (raised on the C++ side), a PostgreSQL error from
+-- deep inside SPI, a bad argument.
+CREATE FUNCTION mem_failures(n int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1..n LOOP
+        BEGIN
+            PERFORM ck.decrement('mem', 'qty', 0, 1);
+        EXCEPTION WHEN SQLSTATE 'CK001' THEN NULL;
+        END;
+        BEGIN
+            PERFORM ck.try_decrement('mem_refusing', 'qty', 1, 1);
+        EXCEPTION WHEN division_by_zero THEN NULL;
+        END;
+        BEGIN
+            PERFORM ck.try_decrement('mem', 'qty', 1, -1);
+        EXCEPTION WHEN invalid_parameter_value THEN NULL;
+        END;
+    END LOOP;
+END $$;
+
+-- n successful calls, committed every 1000 so the table's own bookkeeping stays small.
+CREATE PROCEDURE mem_successes(n int) LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1..n LOOP
+        PERFORM ck.try_decrement('mem', 'qty', i % 1000 + 1, 1);
+        IF i % 1000 = 0 THEN
+            COMMIT;
+        END IF;
+    END LOOP;
+END $$;
+
+-- heap size of this backend, from /proc (VmData counts malloc, so C++ too)
+CREATE FUNCTION mem_vmdata_kb() RETURNS bigint LANGUAGE sql AS $$
+    SELECT (regexp_match(pg_read_file('/proc/self/status'), 'VmData:\s+(\d+)'))[1]::bigint
+$$;
+CREATE FUNCTION mem_context_bytes() RETURNS bigint LANGUAGE sql AS $$
+    SELECT sum(total_bytes)::bigint FROM pg_backend_memory_contexts
+$$;
+
+-- warm up caches and plans, then measure
+SELECT mem_failures(1000);
+CALL mem_successes(2000);
+SELECT mem_context_bytes() AS contexts_before, mem_vmdata_kb() AS vmdata_before \gset
+SELECT mem_failures(34000);
+SELECT mem_context_bytes() - :contexts_before AS context_growth,
+       mem_vmdata_kb() - :vmdata_before AS heap_growth_kb \gset
+SELECT :context_growth < 65536 AS contexts_flat_after_102000_failures,
+       :heap_growth_kb < 1024 AS heap_flat_after_102000_failures;
+SELECT mem_context_bytes() AS contexts_before, mem_vmdata_kb() AS vmdata_before \gset
+CALL mem_successes(200000);
+SELECT mem_context_bytes() - :contexts_before AS context_growth,
+       mem_vmdata_kb() - :vmdata_before AS heap_growth_kb \gset
+SELECT :context_growth < 65536 AS contexts_flat_after_200000_calls,
+       :heap_growth_kb < 1024 AS heap_flat_after_200000_calls;
+SELECT sum(1000000000 - qty) AS units_taken FROM mem WHERE id > 0;
