@@ -2,6 +2,10 @@
 -- INVOKER) with a pinned search_path; tables are regclass, columns name.
 \echo Use "CREATE EXTENSION concurrency_kit" to load this file. \quit
 
+-- Every function runs with the caller's rights, so using the schema grants nothing more
+-- than the caller already has.
+GRANT USAGE ON SCHEMA ck TO PUBLIC;
+
 ------------------------------------------------------------------------------------------
 -- Conditional change: one UPDATE ... WHERE <condition> per call
 ------------------------------------------------------------------------------------------
