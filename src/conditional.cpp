@@ -53,6 +53,8 @@ Call read_call(FunctionCallInfo fcinfo, int col_arg, int key_arg, int key_column
     c.column = NameStr(*PG_GETARG_NAME(col_arg));
     c.key = PG_GETARG_DATUM(key_arg);
     c.key_type = get_fn_expr_argtype(fcinfo->flinfo, key_arg);
+    if (!OidIsValid(c.key_type))
+        throw ck::Error(ERRCODE_INDETERMINATE_DATATYPE, "could not determine the type of the key");
     c.key_column = optional_name(fcinfo, key_column_arg);
     return c;
 }

@@ -47,6 +47,8 @@ auto pg_call(F &&f) -> decltype(f())
     if constexpr (std::is_void_v<R>) {
         pg_call_raw([](void *p) { (*static_cast<F *>(p))(); }, &f);
     } else {
+        // Storing the result must not allocate or throw inside PG_TRY.
+        static_assert(std::is_trivially_copyable_v<R>, "pg_call results must be trivially copyable");
         struct Slot {
             F *f;
             R result;
