@@ -46,7 +46,7 @@ count_tap() {
 }
 
 # suite NAME COUNTER CMD...: runs CMD (output shown and kept), adds its results to the totals; fails if any test failed.
-# A non-zero exit of CMD with no failing test line counts as one failure.
+# A non-zero exit of CMD with no failing test line counts as one failure. Sets log_offset for show_failure.
 suite() {
     local name=$1 counter=$2 out="$workdir/${1//\//_}.out" status=0 p f
     shift 2

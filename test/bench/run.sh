@@ -30,7 +30,7 @@ compare() {
     shift 2
     for clients in "${client_counts[@]}"; do
         for sync in on off; do
-            runs=([handwritten]= [ck]=)
+            runs=([handwritten]="" [ck]="")
             for script in handwritten ck ck handwritten; do
                 sql -f "$here/${bench}_setup.sql" -c CHECKPOINT
                 runs[$script]+=" $(tps "${bench}_$script.sql" "$clients" "$sync" "$@")"
@@ -52,16 +52,16 @@ cat >"$results" <<EOF
 
 $(date -u '+%Y-%m-%d %H:%M UTC'), $(psql -X -At -c 'SHOW server_version'), $(nproc) CPUs; \
 pgbench -M prepared, each cell: 2 runs of ${seconds}s per side
-(order hand-written, ck, ck, hand-written), tps averaged.
+(order hand-written, ck, ck, hand-written), tps averaged; ratio = ck tps / hand-written tps.
 
 | workload | clients | sync_commit | hand-written tps | ck tps | ratio |
 |---|---:|---|---:|---:|---:|
 EOF
+echo "(each row takes 4 pgbench runs of ${seconds}s)"
 cat "$results"
-echo "(each row takes 4 runs of ${seconds}s)" >&2
 
 compare stock "one hot row" skus=1
 compare stock "10,000 rows, random sku" skus=10000
 
 echo
-echo "ratio = ck tps / hand-written tps; table written to $results"
+echo "table written to $results"
