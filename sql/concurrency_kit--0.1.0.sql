@@ -75,3 +75,153 @@ SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'ck_sqlstate_action';
 COMMENT ON FUNCTION ck.sqlstate_action(text) IS
 'what a client should do with an error: retry (40001, 40P01), busy (55P03), conflict (23505, 23P01, CK001-CK004) or error';
+
+------------------------------------------------------------------------------------------
+-- Queues with leases (FOR UPDATE SKIP LOCKED)
+------------------------------------------------------------------------------------------
+
+-- Lease tokens: every claim takes a new one, so an acknowledgement carrying an old token
+-- can be told apart from the current holder's.
+CREATE SEQUENCE ck.lease_tokens;
+GRANT USAGE ON SEQUENCE ck.lease_tokens TO PUBLIC;
+
+-- The registry of queues made by ck.create_queue, with their settings. Anyone may read it;
+-- only the owner of a queue's table may register, change or remove its row.
+CREATE TABLE ck.queues (
+    queue        regclass PRIMARY KEY,
+    dead_letters regclass NOT NULL,
+    lease        interval NOT NULL CHECK (lease > interval '0'),
+    max_attempts integer NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
+    notify       boolean NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE ck.queues IS 'queues made by ck.create_queue: dead-letter table, default lease, max attempts';
+ALTER TABLE ck.queues ENABLE ROW LEVEL SECURITY;
+CREATE POLICY queues_read ON ck.queues FOR SELECT USING (true);
+CREATE POLICY queues_owner ON ck.queues FOR ALL
+    USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = queue), 'USAGE'))
+    WITH CHECK (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = queue), 'USAGE'));
+GRANT SELECT, INSERT, UPDATE, DELETE ON ck.queues TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('ck.queues', '');
+
+CREATE FUNCTION ck.queues_changed() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queues_changed';
+COMMENT ON FUNCTION ck.queues_changed() IS
+'trigger on ck.queues: drops the plans cached from a queue''s old settings';
+CREATE TRIGGER queues_changed AFTER UPDATE OR DELETE ON ck.queues
+    FOR EACH ROW EXECUTE FUNCTION ck.queues_changed();
+
+CREATE FUNCTION ck.notify_queue() RETURNS trigger
+LANGUAGE plpgsql SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_catalog.pg_notify(TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME, '');
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION ck.notify_queue() IS
+'statement trigger of queues made with notify => true: NOTIFY "schema.queue" once per inserting statement';
+
+-- Resolves an unqualified name with the caller's search_path, as CREATE TABLE does, so it
+-- does not pin search_path; every name in the DDL it runs is schema-qualified.
+CREATE FUNCTION ck.create_queue(queue text, lease interval DEFAULT '30 seconds', max_attempts integer DEFAULT 5,
+                                notify boolean DEFAULT false)
+RETURNS regclass
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_create_queue';
+COMMENT ON FUNCTION ck.create_queue(text, interval, integer, boolean) IS
+'creates a queue table (id, payload, priority, run_at, attempts, lease_token, enqueued_at, last_error), its claim index and its dead-letter table';
+
+CREATE FUNCTION ck.drop_queue(queue regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    dead regclass;
+BEGIN
+    DELETE FROM ck.queues q WHERE q.queue = drop_queue.queue RETURNING q.dead_letters INTO dead;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % is not a queue', queue USING ERRCODE = 'wrong_object_type';
+    END IF;
+    EXECUTE format('DROP TABLE %s, %s', queue, dead);
+END
+$$;
+COMMENT ON FUNCTION ck.drop_queue(regclass) IS 'drops a queue, its dead letters and its registration';
+
+CREATE FUNCTION ck.enqueue(queue regclass, payload jsonb DEFAULT '{}', run_at timestamptz DEFAULT now(),
+                           priority integer DEFAULT 0)
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_enqueue';
+COMMENT ON FUNCTION ck.enqueue(regclass, jsonb, timestamptz, integer) IS
+'adds one job (lower priority first; not before run_at) and returns its id';
+
+CREATE FUNCTION ck.claim(queue regclass, batch integer DEFAULT 1, lease interval DEFAULT NULL)
+RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_claim';
+COMMENT ON FUNCTION ck.claim(regclass, integer, interval) IS
+'one statement with FOR UPDATE SKIP LOCKED: leases up to batch ready jobs (by priority, run_at, id), each with a new lease token';
+
+CREATE FUNCTION ck.claim_wait(queue regclass, batch integer, lease interval, max_wait interval)
+RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_claim_wait';
+COMMENT ON FUNCTION ck.claim_wait(regclass, integer, interval, interval) IS
+'like claim, but waits on the backend''s latch, checking again every 10 to 200 ms, up to max_wait for jobs';
+
+CREATE FUNCTION ck.complete(queue regclass, id bigint, lease_token bigint)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_complete';
+COMMENT ON FUNCTION ck.complete(regclass, bigint, bigint) IS
+'deletes a finished job if the lease token is still current; false when the lease was lost';
+
+CREATE FUNCTION ck.fail(queue regclass, id bigint, lease_token bigint, error text DEFAULT NULL,
+                        retry_in interval DEFAULT NULL)
+RETURNS text
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_fail';
+COMMENT ON FUNCTION ck.fail(regclass, bigint, bigint, text, interval) IS
+'retry (ready again after retry_in or a jittered exponential backoff), dead (attempts exhausted: moved to dead letters) or lost';
+
+CREATE FUNCTION ck.extend_lease(queue regclass, id bigint, lease_token bigint, lease interval)
+RETURNS timestamptz
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_extend_lease';
+COMMENT ON FUNCTION ck.extend_lease(regclass, bigint, bigint, interval) IS
+'heartbeat: the new lease end (now() + lease), or NULL when the lease was lost';
+
+CREATE FUNCTION ck.retry_dead(queue regclass, id bigint)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_retry_dead';
+COMMENT ON FUNCTION ck.retry_dead(regclass, bigint) IS
+'puts a dead job back in its queue, ready now, with its attempts reset; false when there is no such dead job';
+
+CREATE FUNCTION ck.purge_dead(queue regclass, older_than interval)
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_purge_dead';
+COMMENT ON FUNCTION ck.purge_dead(regclass, interval) IS
+'deletes dead letters that died more than older_than ago; returns how many';
+
+CREATE FUNCTION ck.queue_stats(queue regclass,
+    OUT ready bigint, OUT scheduled bigint, OUT running bigint, OUT expired bigint, OUT dead bigint,
+    OUT oldest_ready_age interval, OUT ready_estimated boolean)
+RETURNS record
+LANGUAGE c STABLE PARALLEL RESTRICTED SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_queue_stats';
+COMMENT ON FUNCTION ck.queue_stats(regclass) IS
+'job counts: running, expired, scheduled and dead exact; ready exact up to 10,000, estimated beyond (ready_estimated)';

@@ -4,6 +4,9 @@
 #include "errcodes.hpp"
 #include "plan_cache.hpp"
 #include "relation.hpp"
+#include "spi.hpp"
+
+#include <stdexcept>
 
 extern "C" {
 #include "utils/numeric.h"
@@ -69,19 +72,6 @@ int64 read_amount(FunctionCallInfo fcinfo, int argno)
     return amount;
 }
 
-void spi_connect()
-{
-    ck::pg_call([] {
-        if (SPI_connect() != SPI_OK_CONNECT)
-            elog(ERROR, "SPI_connect failed");
-    });
-}
-
-void spi_finish()
-{
-    ck::pg_call([] { SPI_finish(); });
-}
-
 bool is_counter_type(Oid type)
 {
     return type == INT2OID || type == INT4OID || type == INT8OID || type == NUMERICOID;
@@ -139,6 +129,8 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         sql = std::string("SELECT ") + r.column.sql + "::pg_catalog.text FROM " + r.table.sql + where;
         nargs = 1;
         break;
+    default:
+        throw std::logic_error("not a conditional-change statement");
     }
 
     Prepared p;
@@ -183,11 +175,9 @@ bool current_value(const Call &call, std::string *value)
 // The single numeric a counter UPDATE returned, copied out of SPI's memory.
 Datum returned_numeric()
 {
-    return ck::pg_call([] {
-        bool isnull;
-        Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-        return SPI_datumTransfer(d, false, -1);
-    });
+    bool isnull;
+    Datum d = ck::result_datum(0, 1, &isnull);
+    return ck::pg_call([&] { return SPI_datumTransfer(d, false, -1); });
 }
 
 // The message shared by all raising forms: "<table> <key>: ...".
@@ -216,16 +206,16 @@ Datum change_counter(FunctionCallInfo fcinfo, StatementKind kind, bool raise)
     }
     call.amount = Int64GetDatum(amount);
 
-    spi_connect();
+    ck::spi_connect();
     const Prepared &p = prepared(kind, call);
     Datum values[3] = {call.key, call.amount, call.bound};
     if (ck::execute_plan(p.plan, values, nullptr) == 1) {
         Datum result = returned_numeric();
-        spi_finish();
+        ck::spi_finish();
         PG_RETURN_DATUM(result);
     }
     if (!raise) {
-        spi_finish();
+        ck::spi_finish();
         PG_RETURN_NULL();
     }
 
@@ -257,12 +247,12 @@ Datum change_state(FunctionCallInfo fcinfo, bool raise)
     call.from_value = PG_GETARG_DATUM(3);
     call.to_value = PG_GETARG_DATUM(4);
 
-    spi_connect();
+    ck::spi_connect();
     const Prepared &p = prepared(StatementKind::Transition, call);
     Datum values[3] = {call.key, call.to_value, call.from_value};
     bool changed = ck::execute_plan(p.plan, values, nullptr) == 1;
     if (changed || !raise) {
-        spi_finish();
+        ck::spi_finish();
         PG_RETURN_BOOL(changed);
     }
 

@@ -1,5 +1,6 @@
 // The per-backend plan cache and its relcache invalidation.
 #include "plan_cache.hpp"
+#include "spi.hpp"
 
 extern "C" {
 #include "common/hashfn.h"
@@ -7,7 +8,6 @@ extern "C" {
 }
 
 #include <cstring>
-#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -52,7 +52,6 @@ std::unordered_map<PlanKey, Entry, PlanKeyHash> plans;
 std::vector<SPIPlanPtr> retired;   // replaced while an execution was under way
 uint64_t generation = 0;
 int stale_entries = 0;
-int executing = 0;                 // nesting depth of execute_plan
 
 // Must not allocate or raise: runs inside invalidation processing.
 void on_relcache_invalidation(Datum, Oid relid)
@@ -92,7 +91,7 @@ void sweep()
 
 const Prepared *plan_cache_lookup(const PlanKey &key)
 {
-    if (executing == 0 && (stale_entries > 0 || !retired.empty()))
+    if (plans_executing() == 0 && (stale_entries > 0 || !retired.empty()))
         sweep();
     auto it = plans.find(key);
     if (it == plans.end() || !it->second.valid)
@@ -124,28 +123,6 @@ const Prepared &plan_cache_store(const PlanKey &key, Prepared &&prepared, uint64
 void plan_cache_init()
 {
     CacheRegisterRelcacheCallback(on_relcache_invalidation, (Datum) 0);
-}
-
-SPIPlanPtr prepare_kept(const char *sql, int nargs, Oid *argtypes)
-{
-    SPIPlanPtr plan = SPI_prepare(sql, nargs, argtypes);
-    if (plan == nullptr)
-        elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
-    if (SPI_keepplan(plan) != 0)
-        elog(ERROR, "SPI_keepplan failed");
-    return plan;
-}
-
-uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls)
-{
-    struct Depth {
-        Depth() { executing++; }
-        ~Depth() { executing--; }
-    } depth;
-    int rc = pg_call([&] { return SPI_execute_plan(plan, values, nulls, false, 0); });
-    if (rc < 0)
-        throw std::runtime_error(SPI_result_code_string(rc));
-    return SPI_processed;
 }
 
 } // namespace ck

@@ -13,7 +13,19 @@ enum class StatementKind : uint8_t {
     Decrement,
     Increment,
     Transition,
-    ReadAsText,   // the current value of a column, for the messages of raising forms
+    ReadAsText,      // the current value of a column, for the messages of raising forms
+    QueueConfig,     // a queue's row of ck.queues
+    Enqueue,
+    Claim,
+    Bury,            // expired jobs on their last attempt -> dead letters
+    Complete,
+    FailLock,
+    FailRetry,
+    FailDead,
+    ExtendLease,
+    RetryDead,
+    PurgeDead,
+    Stats,
 };
 
 struct PlanKey {
@@ -35,6 +47,9 @@ struct Prepared {
     std::string column;
     std::string key_column;
     Oid key_type = InvalidOid;
+    // queue statements: the queue's settings from ck.queues
+    int32 max_attempts = 0;
+    Interval lease{};
 };
 
 // The valid entry for key, or nullptr. At nesting depth 0 it first frees plans that
@@ -59,12 +74,5 @@ const Prepared &prepare_once(const PlanKey &key, Build &&build)
     uint64_t generation = plan_cache_generation();
     return plan_cache_store(key, build(), generation);
 }
-
-// SPI_prepare + SPI_keepplan, raising on failure (call inside pg_call).
-SPIPlanPtr prepare_kept(const char *sql, int nargs, Oid *argtypes);
-
-// Executes a kept plan inside the current SPI connection and returns the row count.
-// Plans are never freed while any execution is under way (a trigger may call us again).
-uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls);
 
 } // namespace ck

@@ -1,0 +1,145 @@
+-- Queues with leases: creation, claim order, fenced acknowledgements, retries, dead
+-- letters, stats, and bad input.
+SELECT ck.create_queue('jobs', lease => '30 seconds', max_attempts => 2);
+SELECT queue, dead_letters, lease, max_attempts, notify FROM ck.queues;
+SELECT column_name, data_type, column_default IS NOT NULL AS has_default
+FROM information_schema.columns WHERE table_name = 'jobs' ORDER BY ordinal_position;
+SELECT indexdef FROM pg_indexes WHERE tablename IN ('jobs', 'jobs_dead') ORDER BY indexdef;
+
+-- enqueue, or plain INSERT; claim takes by priority, then run_at, then id
+SELECT ck.enqueue('jobs', '{"n": 1}');
+SELECT ck.enqueue('jobs', '{"n": 2}', priority => -5);
+SELECT ck.enqueue('jobs', '{"n": 3}', run_at => now() + interval '1 hour');
+INSERT INTO jobs (payload) VALUES ('{"n": 4}');
+SELECT ready, scheduled, running, expired, dead, oldest_ready_age >= '0', ready_estimated
+FROM ck.queue_stats('jobs');
+SELECT payload, attempt, lease_token > 0 AS has_token, lease_until > now() AS leased
+FROM ck.claim('jobs', 10) ORDER BY id;
+SELECT count(*) AS nothing_left_to_claim FROM ck.claim('jobs');
+SELECT ready, scheduled, running, expired, dead FROM ck.queue_stats('jobs');
+
+-- fenced acknowledgements: the current token completes once; an old token never does
+CREATE TEMP TABLE claimed AS SELECT * FROM ck.claim('jobs');
+TRUNCATE jobs;
+SELECT ck.enqueue('jobs', '{"n": 5}') AS job5 \gset
+CREATE TEMP TABLE first AS SELECT * FROM ck.claim('jobs');
+SELECT ck.complete('jobs', id, lease_token + 1) AS wrong_token FROM first;
+SELECT ck.extend_lease('jobs', id, lease_token, '1 minute') > now() + interval '50 seconds' AS extended FROM first;
+-- the lease runs out and another worker claims the job again
+UPDATE jobs SET run_at = now() - interval '1 second';
+CREATE TEMP TABLE second AS SELECT * FROM ck.claim('jobs');
+SELECT s.attempt, s.lease_token <> f.lease_token AS new_token FROM first f, second s;
+SELECT ck.complete('jobs', id, lease_token) AS stale_complete FROM first;
+SELECT ck.fail('jobs', id, lease_token, 'stale') AS stale_fail FROM first;
+SELECT ck.extend_lease('jobs', id, lease_token, '1 minute') AS stale_extend FROM first;
+SELECT attempts, lease_token = (SELECT lease_token FROM second) AS still_second_workers FROM jobs;
+SELECT ck.complete('jobs', id, lease_token) AS complete FROM second;
+SELECT ck.complete('jobs', id, lease_token) AS complete_twice FROM second;
+SELECT count(*) AS jobs_left FROM jobs;
+
+-- failures: retry after retry_in (not claimable before), then dead letters at max_attempts
+SELECT ck.enqueue('jobs', '{"n": 6}') AS job6 \gset
+CREATE TEMP TABLE try1 AS SELECT * FROM ck.claim('jobs');
+SELECT ck.fail('jobs', id, lease_token, 'boom 1', retry_in => '1 hour') FROM try1;
+SELECT count(*) AS claimable_before_retry_time FROM ck.claim('jobs');
+SELECT last_error, run_at > now() + interval '59 minutes' AS waits, lease_token IS NULL AS free FROM jobs;
+UPDATE jobs SET run_at = now();
+CREATE TEMP TABLE try2 AS SELECT * FROM ck.claim('jobs');
+SELECT attempt FROM try2;
+SELECT ck.fail('jobs', id, lease_token, 'boom 2') FROM try2;
+SELECT count(*) AS in_queue FROM jobs;
+SELECT id = :job6 AS same_id, attempts, last_error, job->'payload' AS payload FROM jobs_dead;
+SELECT ready, scheduled, running, expired, dead, oldest_ready_age FROM ck.queue_stats('jobs');
+-- default backoff: 2^attempts seconds, jittered into [0.5, 1) of that
+SELECT ck.enqueue('jobs', '{"n": 7}') AS job7 \gset
+CREATE TEMP TABLE try3 AS SELECT * FROM ck.claim('jobs');
+SELECT ck.fail('jobs', id, lease_token) FROM try3;
+SELECT run_at - now() BETWEEN interval '0.9 seconds' AND interval '2 seconds' AS backoff_in_range FROM jobs;
+DELETE FROM jobs;
+
+-- a job whose lease expires on its last attempt is buried, not handed out again
+SELECT ck.enqueue('jobs', '{"n": 8}') AS job8 \gset
+SELECT count(*) FROM ck.claim('jobs');
+UPDATE jobs SET run_at = now() - interval '1 second';
+SELECT count(*) FROM ck.claim('jobs');
+UPDATE jobs SET run_at = now() - interval '1 second';
+SELECT count(*) AS handed_out_after_max_attempts FROM ck.claim('jobs');
+SELECT id = :job8 AS job8, attempts, last_error FROM jobs_dead WHERE id = :job8;
+
+-- dead letters: back into the queue with attempts reset, or purged
+SELECT ck.retry_dead('jobs', :job6) AS revived, ck.retry_dead('jobs', :job6) AS revived_twice;
+SELECT id = :job6 AS same_id, attempts, lease_token, last_error, payload FROM jobs;
+SELECT ck.purge_dead('jobs', '1 hour') AS purged_old, ck.purge_dead('jobs', '0 seconds') AS purged_all;
+SELECT count(*) AS dead_left FROM jobs_dead;
+
+-- the claim reads the index, never the whole table
+INSERT INTO jobs (payload, priority) SELECT jsonb_build_object('n', g), g % 3 FROM generate_series(1, 5000) g;
+ANALYZE jobs;
+BEGIN;
+SELECT count(*) FROM ck.claim('jobs', 5);   -- custom plans first, then the generic plan
+DO $$ BEGIN FOR i IN 1..6 LOOP PERFORM * FROM ck.claim('jobs', 1); END LOOP; END $$;
+SELECT seq_scan AS seq_before, idx_scan AS idx_before FROM pg_stat_xact_user_tables
+WHERE relid = 'jobs'::regclass \gset
+SELECT count(*) FROM ck.claim('jobs', 5);
+SELECT count(*) FROM ck.claim('jobs', 50);
+SELECT seq_scan - :seq_before AS seq_scans, idx_scan > :idx_before AS used_index FROM pg_stat_xact_user_tables
+WHERE relid = 'jobs'::regclass;
+ROLLBACK;
+
+-- claim_wait: returns at once when jobs are there, after max_wait when none are
+SELECT count(*) FROM ck.claim_wait('jobs', 3, '1 minute', '5 seconds');
+DELETE FROM jobs;
+SELECT clock_timestamp() AS t0 \gset
+SELECT count(*) FROM ck.claim_wait('jobs', 1, '1 minute', '300 ms');
+SELECT clock_timestamp() - :'t0' BETWEEN interval '250 ms' AND interval '3 seconds' AS waited_about_max_wait;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT test.outcome($$SELECT * FROM ck.claim_wait('jobs', 1, '1 minute', '1 second')$$);
+ROLLBACK;
+
+-- schema-qualified names, notify (test/specs/queue_notify.spec listens), drop_queue
+CREATE SCHEMA work;
+SELECT ck.create_queue('work."Mail Out"', notify => true);
+SELECT tgname, tgtype FROM pg_trigger WHERE tgrelid = 'work."Mail Out"'::regclass;
+SELECT ck.enqueue('work."Mail Out"', '{"to": "a@example.com"}');
+SELECT id, payload FROM ck.claim('work."Mail Out"');
+SELECT ck.drop_queue('work."Mail Out"');
+SELECT count(*) AS registered FROM ck.queues WHERE queue::text LIKE '%Mail%';
+
+-- bad input: a clear error with a fitting SQLSTATE, and nothing changed
+CREATE TABLE not_a_queue (id bigint PRIMARY KEY);
+SELECT statement, test.outcome(statement) FROM (VALUES
+    ($s$SELECT ck.create_queue('jobs')$s$),
+    ($s$SELECT ck.create_queue('not_a_queue')$s$),
+    ($s$SELECT ck.create_queue(NULL)$s$),
+    ($s$SELECT ck.create_queue('')$s$),
+    ($s$SELECT ck.create_queue('q2', lease => '0 seconds')$s$),
+    ($s$SELECT ck.create_queue('q2', lease => '-1 minute')$s$),
+    ($s$SELECT ck.create_queue('q2', max_attempts => 0)$s$),
+    ($s$SELECT ck.create_queue('q2', max_attempts => 100000)$s$),
+    ($s$SELECT ck.create_queue('no_such_schema.q2')$s$),
+    ($s$SELECT ck.create_queue('a.b.c.d')$s$),
+    ($s$SELECT ck.create_queue('q2; DROP TABLE jobs')$s$),
+    ($s$SELECT * FROM ck.claim('jobs', 0)$s$),
+    ($s$SELECT * FROM ck.claim('jobs', -1)$s$),
+    ($s$SELECT * FROM ck.claim('jobs', 10001)$s$),
+    ($s$SELECT * FROM ck.claim('jobs', NULL)$s$),
+    ($s$SELECT * FROM ck.claim('jobs', 1, '0 seconds')$s$),
+    ($s$SELECT * FROM ck.claim('jobs', 1, '-5 seconds')$s$),
+    ($s$SELECT * FROM ck.claim(NULL)$s$),
+    ($s$SELECT * FROM ck.claim('not_a_queue')$s$),
+    ($s$SELECT * FROM ck.claim('pg_class')$s$),
+    ($s$SELECT * FROM ck.claim_wait('jobs', 1, '1 minute', NULL)$s$),
+    ($s$SELECT * FROM ck.claim_wait('jobs', 1, '1 minute', '-1 second')$s$),
+    ($s$SELECT ck.enqueue('jobs', NULL)$s$),
+    ($s$SELECT ck.enqueue('not_a_queue')$s$),
+    ($s$SELECT ck.complete('jobs', NULL, 1)$s$),
+    ($s$SELECT ck.complete('jobs', 1, NULL)$s$),
+    ($s$SELECT ck.fail('jobs', 1, 1, 'x', '-1 second')$s$),
+    ($s$SELECT ck.extend_lease('jobs', 1, 1, '0 seconds')$s$),
+    ($s$SELECT ck.extend_lease('jobs', 1, 1, NULL)$s$),
+    ($s$SELECT ck.purge_dead('jobs', '-1 day')$s$),
+    ($s$SELECT ck.retry_dead('not_a_queue', 1)$s$),
+    ($s$SELECT * FROM ck.queue_stats('not_a_queue')$s$),
+    ($s$SELECT ck.drop_queue('not_a_queue')$s$)
+) AS bad(statement);
+SELECT count(*) AS queues FROM ck.queues;

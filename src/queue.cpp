@@ -1,0 +1,258 @@
+// Queues with leases: ck.enqueue, ck.claim, ck.claim_wait, ck.complete, ck.fail,
+// ck.extend_lease, ck.retry_dead and ck.purge_dead. Every acknowledgement checks the lease
+// token in its WHERE, so a worker whose lease expired and was re-claimed changes nothing.
+#include "boundary.hpp"
+#include "queue.hpp"
+#include "spi.hpp"
+
+extern "C" {
+#include "common/pg_prng.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/timestamp.h"
+}
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+using ck::Prepared;
+using ck::StatementKind;
+
+void require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+    if (PG_ARGISNULL(argno))
+        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, ck::fmt("%s must not be NULL", what));
+}
+
+// An interval argument that must be > 0 (or >= 0 when zero_ok); NULL gives nullptr.
+Interval *interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok = false)
+{
+    if (PG_ARGISNULL(argno))
+        return nullptr;
+    Interval *iv = PG_GETARG_INTERVAL_P(argno);
+    Interval zero{};
+    int cmp = DatumGetInt32(ck::pg_call([&] {
+        return DirectFunctionCall2(interval_cmp, IntervalPGetDatum(iv), IntervalPGetDatum(&zero));
+    }));
+    if (cmp < 0 || (cmp == 0 && !zero_ok))
+        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE,
+                        ck::fmt("%s must be %s", what, zero_ok ? "zero or positive" : "positive"));
+    return iv;
+}
+
+int32 batch_arg(FunctionCallInfo fcinfo, int argno)
+{
+    require_arg(fcinfo, argno, "batch");
+    int32 batch = PG_GETARG_INT32(argno);
+    if (batch < 1 || batch > ck::max_claim_batch)
+        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE,
+                        ck::fmt("batch must be between 1 and %d, got %d", ck::max_claim_batch, batch));
+    return batch;
+}
+
+// (queue, id, lease_token): the arguments every acknowledgement starts with.
+struct Ack {
+    Oid queue;
+    Datum id;
+    Datum token;
+};
+
+Ack ack_args(FunctionCallInfo fcinfo)
+{
+    require_arg(fcinfo, 0, "queue");
+    require_arg(fcinfo, 1, "id");
+    require_arg(fcinfo, 2, "lease_token");
+    return {PG_GETARG_OID(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
+}
+
+// Runs one claim into SPI's result; buries expired jobs on their last attempt when the
+// claim came back short (they are skipped by the claim, so they would otherwise linger).
+uint64 claim_once(Oid queue, int32 batch, Interval *lease)
+{
+    const Prepared &claim = ck::queue_statement(StatementKind::Claim, queue);
+    Interval effective = lease ? *lease : claim.lease;
+    Datum values[3] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts)};
+    uint64 n = ck::execute_plan(claim.plan, values, nullptr);
+    if (n < static_cast<uint64>(batch)) {
+        SPITupleTable *claimed = SPI_tuptable;
+        const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
+        Datum max[1] = {Int32GetDatum(bury.max_attempts)};
+        ck::execute_plan(bury.plan, max, nullptr);
+        SPI_tuptable = claimed;   // the claim's rows are what the caller returns
+        SPI_processed = n;
+    }
+    return n;
+}
+
+// Default retry delay after attempt n: min(2^n, 3600) seconds, times a random factor in
+// [0.5, 1) so that jobs failing together do not come back together.
+Interval backoff(int32 attempts)
+{
+    double seconds = std::min(std::ldexp(1.0, std::min(attempts, 12)), 3600.0);
+    seconds *= 0.5 + 0.5 * pg_prng_double(&pg_global_prng_state);
+    Interval iv{};
+    iv.time = static_cast<int64>(seconds * USECS_PER_SEC);
+    return iv;
+}
+
+} // namespace
+
+CK_FUNCTION(ck_enqueue)
+{
+    require_arg(fcinfo, 0, "queue");
+    require_arg(fcinfo, 1, "payload");
+    require_arg(fcinfo, 2, "run_at");
+    require_arg(fcinfo, 3, "priority");
+    Oid queue = PG_GETARG_OID(0);
+    Datum values[3] = {PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3)};
+    ck::spi_connect();
+    const Prepared &p = ck::queue_statement(StatementKind::Enqueue, queue);
+    ck::execute_plan(p.plan, values, nullptr);
+    bool isnull;
+    Datum id = ck::result_datum(0, 1, &isnull);
+    ck::spi_finish();
+    return id;   // bigint is pass-by-value
+}
+
+CK_FUNCTION(ck_claim)
+{
+    require_arg(fcinfo, 0, "queue");
+    Oid queue = PG_GETARG_OID(0);
+    int32 batch = batch_arg(fcinfo, 1);
+    Interval *lease = interval_arg(fcinfo, 2, "lease");
+    ck::spi_connect();
+    claim_once(queue, batch, lease);
+    Datum result = ck::return_result_rows(fcinfo);
+    ck::spi_finish();
+    return result;
+}
+
+CK_FUNCTION(ck_claim_wait)
+{
+    require_arg(fcinfo, 0, "queue");
+    require_arg(fcinfo, 3, "max_wait");
+    Oid queue = PG_GETARG_OID(0);
+    int32 batch = batch_arg(fcinfo, 1);
+    Interval *lease = interval_arg(fcinfo, 2, "lease");
+    Interval *max_wait = interval_arg(fcinfo, 3, "max_wait", true);
+    if (IsolationUsesXactSnapshot())
+        throw ck::Error(ERRCODE_ACTIVE_SQL_TRANSACTION, "ck.claim_wait needs READ COMMITTED",
+                        "Under REPEATABLE READ or SERIALIZABLE one snapshot would never see new jobs.");
+    int64 wait_us = max_wait->time + (max_wait->day * USECS_PER_DAY) +
+                    static_cast<int64>(max_wait->month) * DAYS_PER_MONTH * USECS_PER_DAY;
+    TimestampTz deadline = GetCurrentTimestamp() + wait_us;
+
+    ck::spi_connect();
+    long sleep_ms = 10;
+    while (claim_once(queue, batch, lease) == 0) {
+        TimestampTz now = GetCurrentTimestamp();
+        if (now >= deadline)
+            break;
+        long left_ms = static_cast<long>((deadline - now + 999) / 1000);
+        long nap = std::min(sleep_ms, left_ms);
+        ck::pg_call([&] {
+            SPI_freetuptable(SPI_tuptable);
+            (void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, nap, PG_WAIT_EXTENSION);
+            ResetLatch(MyLatch);
+            CHECK_FOR_INTERRUPTS();
+        });
+        sleep_ms = std::min(sleep_ms * 2, 200L);   // short checks, never a busy loop
+    }
+    Datum result = ck::return_result_rows(fcinfo);
+    ck::spi_finish();
+    return result;
+}
+
+CK_FUNCTION(ck_complete)
+{
+    Ack a = ack_args(fcinfo);
+    Datum values[2] = {a.id, a.token};
+    ck::spi_connect();
+    const Prepared &p = ck::queue_statement(StatementKind::Complete, a.queue);
+    bool done = ck::execute_plan(p.plan, values, nullptr) == 1;
+    ck::spi_finish();
+    PG_RETURN_BOOL(done);
+}
+
+CK_FUNCTION(ck_extend_lease)
+{
+    Ack a = ack_args(fcinfo);
+    require_arg(fcinfo, 3, "lease");
+    Interval *lease = interval_arg(fcinfo, 3, "lease");
+    Datum values[3] = {a.id, a.token, IntervalPGetDatum(lease)};
+    ck::spi_connect();
+    const Prepared &p = ck::queue_statement(StatementKind::ExtendLease, a.queue);
+    if (ck::execute_plan(p.plan, values, nullptr) == 0) {
+        ck::spi_finish();
+        PG_RETURN_NULL();
+    }
+    bool isnull;
+    Datum until = ck::result_datum(0, 1, &isnull);
+    ck::spi_finish();
+    return until;   // timestamptz is pass-by-value
+}
+
+CK_FUNCTION(ck_fail)
+{
+    Ack a = ack_args(fcinfo);
+    Datum error = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+    Interval *retry_in = interval_arg(fcinfo, 4, "retry_in", true);
+    char error_null = PG_ARGISNULL(3) ? 'n' : ' ';
+
+    ck::spi_connect();
+    // Lock the job while it is still ours, then decide: the lock keeps the decision valid.
+    const Prepared &lock = ck::queue_statement(StatementKind::FailLock, a.queue);
+    Datum key[2] = {a.id, a.token};
+    if (ck::execute_plan(lock.plan, key, nullptr) == 0) {
+        ck::spi_finish();
+        PG_RETURN_TEXT_P(cstring_to_text("lost"));
+    }
+    bool isnull;
+    int32 attempts = DatumGetInt32(ck::result_datum(0, 1, &isnull));
+    const char *outcome;
+    if (attempts >= lock.max_attempts) {
+        const Prepared &dead = ck::queue_statement(StatementKind::FailDead, a.queue);
+        Datum values[2] = {a.id, error};
+        char nulls[2] = {' ', error_null};
+        ck::execute_plan(dead.plan, values, nulls);
+        outcome = "dead";
+    } else {
+        Interval delay = retry_in ? *retry_in : backoff(attempts);
+        const Prepared &retry = ck::queue_statement(StatementKind::FailRetry, a.queue);
+        Datum values[3] = {a.id, IntervalPGetDatum(&delay), error};
+        char nulls[3] = {' ', ' ', error_null};
+        ck::execute_plan(retry.plan, values, nulls);
+        outcome = "retry";
+    }
+    ck::spi_finish();
+    PG_RETURN_TEXT_P(cstring_to_text(outcome));
+}
+
+CK_FUNCTION(ck_retry_dead)
+{
+    require_arg(fcinfo, 0, "queue");
+    require_arg(fcinfo, 1, "id");
+    Oid queue = PG_GETARG_OID(0);
+    Datum values[1] = {PG_GETARG_DATUM(1)};
+    ck::spi_connect();
+    const Prepared &p = ck::queue_statement(StatementKind::RetryDead, queue);
+    bool revived = ck::execute_plan(p.plan, values, nullptr) == 1;
+    ck::spi_finish();
+    PG_RETURN_BOOL(revived);
+}
+
+CK_FUNCTION(ck_purge_dead)
+{
+    require_arg(fcinfo, 0, "queue");
+    require_arg(fcinfo, 1, "older_than");
+    Oid queue = PG_GETARG_OID(0);
+    Interval *older_than = interval_arg(fcinfo, 1, "older_than", true);
+    Datum values[1] = {IntervalPGetDatum(older_than)};
+    ck::spi_connect();
+    const Prepared &p = ck::queue_statement(StatementKind::PurgeDead, queue);
+    uint64 n = ck::execute_plan(p.plan, values, nullptr);
+    ck::spi_finish();
+    PG_RETURN_INT64(static_cast<int64>(n));
+}

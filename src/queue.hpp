@@ -1,0 +1,16 @@
+// Queues with leases: the statements behind ck.enqueue, ck.claim and friends, prepared once
+// per backend and queue (see queue.cpp for their SQL).
+#pragma once
+
+#include "plan_cache.hpp"
+
+namespace ck {
+
+// Longest batch a claim may ask for.
+constexpr int32 max_claim_batch = 10000;
+
+// The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors
+// when relid is not a table registered by ck.create_queue.
+const Prepared &queue_statement(StatementKind kind, Oid relid);
+
+} // namespace ck

@@ -1,0 +1,182 @@
+// The SQL of every queue statement, built once per backend and queue from the queue's row
+// in ck.queues. Identifiers are quoted; values are parameters.
+#include "boundary.hpp"
+#include "queue.hpp"
+#include "relation.hpp"
+#include "spi.hpp"
+
+extern "C" {
+#include "utils/timestamp.h"
+}
+
+#include <stdexcept>
+
+namespace ck {
+
+namespace {
+
+struct QueueRow {
+    bool found;
+    Oid dead_letters;
+    Interval lease;
+    int32 max_attempts;
+};
+
+QueueRow read_queue_row(Oid relid)
+{
+    PlanKey key(StatementKind::QueueConfig, InvalidOid, InvalidOid, "", nullptr);
+    const Prepared &p = prepare_once(key, [] {
+        Prepared config;
+        Oid types[1] = {REGCLASSOID};
+        config.plan = pg_call([&] {
+            return prepare_kept("SELECT dead_letters, lease, max_attempts FROM ck.queues WHERE queue = $1",
+                                1, types);
+        });
+        return config;
+    });
+    Datum values[1] = {ObjectIdGetDatum(relid)};
+    QueueRow row{};
+    if (execute_plan(p.plan, values, nullptr, true) == 0)
+        return row;
+    bool isnull;
+    row.found = true;
+    row.dead_letters = DatumGetObjectId(result_datum(0, 1, &isnull));
+    row.lease = *DatumGetIntervalP(result_datum(0, 2, &isnull));
+    row.max_attempts = DatumGetInt32(result_datum(0, 3, &isnull));
+    return row;
+}
+
+// One statement's SQL, parameter types and planner options.
+struct Statement {
+    std::string sql;
+    Oid types[4];
+    int nargs;
+    int cursor_options;
+};
+
+Statement statement_for(StatementKind kind, const std::string &q, const std::string &dead)
+{
+    const std::string now = "pg_catalog.now()";
+    switch (kind) {
+    case StatementKind::Enqueue:
+        return {"INSERT INTO " + q + " (payload, run_at, priority) VALUES ($1, $2, $3) RETURNING id",
+                {JSONBOID, TIMESTAMPTZOID, INT4OID}, 3, 0};
+    case StatementKind::Claim:
+        // One statement: pick ready jobs in order, skipping rows other claimers hold, and
+        // lease them. run_at becomes the lease end, so an expired lease is ready again.
+        // (= ANY(ARRAY(...)) keeps the update on the primary key whatever LIMIT $1 is.)
+        return {"UPDATE " + q + " SET lease_token = pg_catalog.nextval('ck.lease_tokens'), "
+                "run_at = " + now + " + $2, attempts = attempts + 1 "
+                "WHERE id = ANY (ARRAY(SELECT id FROM " + q + " WHERE run_at <= " + now + " AND attempts < $3 "
+                "ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)) "
+                "RETURNING id, lease_token, attempts, payload, run_at",
+                {INT4OID, INTERVALOID, INT4OID}, 3, CURSOR_OPT_FAST_PLAN};
+    case StatementKind::Bury:
+        return {"WITH buried AS (DELETE FROM " + q + " WHERE id = ANY (ARRAY(SELECT id FROM " + q +
+                " WHERE lease_token IS NOT NULL AND run_at <= " + now + " AND attempts >= $1 "
+                "ORDER BY run_at LIMIT 100 FOR UPDATE SKIP LOCKED)) RETURNING *) "
+                "INSERT INTO " + dead + " (id, job, attempts, last_error) "
+                "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, "
+                "'lease expired on the last attempt' FROM buried AS b",
+                {INT4OID}, 1, CURSOR_OPT_FAST_PLAN};
+    case StatementKind::Complete:
+        return {"DELETE FROM " + q + " WHERE id = $1 AND lease_token = $2", {INT8OID, INT8OID}, 2, 0};
+    case StatementKind::FailLock:
+        return {"SELECT attempts FROM " + q + " WHERE id = $1 AND lease_token = $2 FOR UPDATE",
+                {INT8OID, INT8OID}, 2, 0};
+    case StatementKind::FailRetry:
+        return {"UPDATE " + q + " SET lease_token = NULL, run_at = " + now + " + $2, last_error = $3 "
+                "WHERE id = $1",
+                {INT8OID, INTERVALOID, TEXTOID}, 3, 0};
+    case StatementKind::FailDead:
+        return {"WITH buried AS (DELETE FROM " + q + " WHERE id = $1 RETURNING *) "
+                "INSERT INTO " + dead + " (id, job, attempts, last_error) "
+                "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, $2 FROM buried AS b",
+                {INT8OID, TEXTOID}, 2, 0};
+    case StatementKind::ExtendLease:
+        return {"UPDATE " + q + " SET run_at = " + now + " + $3 WHERE id = $1 AND lease_token = $2 "
+                "RETURNING run_at",
+                {INT8OID, INT8OID, INTERVALOID}, 3, 0};
+    case StatementKind::RetryDead:
+        return {"WITH revived AS (DELETE FROM " + dead + " WHERE id = $1 RETURNING job) "
+                "INSERT INTO " + q + " SELECT r.* FROM revived, pg_catalog.jsonb_populate_record(NULL::" + q +
+                ", revived.job || pg_catalog.jsonb_build_object('attempts', 0, 'lease_token', NULL, "
+                "'run_at', " + now + ", 'last_error', NULL)) AS r",
+                {INT8OID}, 1, 0};
+    case StatementKind::PurgeDead:
+        return {"DELETE FROM " + dead + " WHERE died_at < " + now + " - $1", {INTERVALOID}, 1, 0};
+    case StatementKind::Stats:
+        // Exact counts from the index ranges that stay small (leased, scheduled and claimable
+        // up to 10,000 rows); past that, ready is estimated from the table's size.
+        return {"WITH RECURSIVE priorities AS ("
+                "  (SELECT priority FROM " + q + " ORDER BY priority LIMIT 1)"
+                "  UNION ALL"
+                "  SELECT (SELECT priority FROM " + q + " WHERE priority > p.priority ORDER BY priority LIMIT 1)"
+                "  FROM priorities AS p WHERE p.priority IS NOT NULL"
+                "), leased AS ("
+                "  SELECT pg_catalog.count(*) FILTER (WHERE run_at > " + now + ") AS running,"
+                "         pg_catalog.count(*) FILTER (WHERE run_at <= " + now + ") AS expired"
+                "  FROM " + q + " WHERE lease_token IS NOT NULL"
+                "), future AS ("
+                "  SELECT pg_catalog.count(*) AS n FROM priorities AS p,"
+                "    LATERAL (SELECT 1 FROM " + q + " AS j WHERE j.priority = p.priority AND j.run_at > " + now +
+                "             AND j.lease_token IS NULL) AS f"
+                "  WHERE p.priority IS NOT NULL"
+                "), claimable AS ("
+                "  SELECT pg_catalog.count(*) AS n FROM (SELECT 1 FROM " + q + " WHERE run_at <= " + now +
+                "    AND lease_token IS NULL LIMIT 10001) AS c"
+                "), oldest AS ("
+                "  SELECT pg_catalog.min(o.run_at) AS run_at FROM priorities AS p,"
+                "    LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority = p.priority"
+                "             AND j.run_at <= " + now + " AND j.lease_token IS NULL ORDER BY j.run_at LIMIT 1) AS o"
+                "  WHERE p.priority IS NOT NULL"
+                "), estimate AS ("
+                "  SELECT CASE WHEN c.relpages > 0 AND c.reltuples >= 0"
+                "    THEN (c.reltuples / c.relpages * (pg_catalog.pg_relation_size(c.oid) /"
+                "          pg_catalog.current_setting('block_size')::int))::bigint END AS rows"
+                "  FROM pg_catalog.pg_class AS c WHERE c.oid = $1"
+                ")"
+                " SELECT CASE WHEN claimable.n <= 10000 THEN claimable.n"
+                "        ELSE GREATEST(10001, estimate.rows - future.n - leased.running - leased.expired) END,"
+                "   future.n, leased.running, leased.expired,"
+                "   (SELECT pg_catalog.count(*) FROM " + dead + "),"
+                "   " + now + " - oldest.run_at,"
+                "   claimable.n > 10000"
+                " FROM leased, future, claimable, oldest, estimate",
+                {REGCLASSOID}, 1, 0};
+    default:
+        throw std::logic_error("not a queue statement");
+    }
+}
+
+} // namespace
+
+const Prepared &queue_statement(StatementKind kind, Oid relid)
+{
+    PlanKey key(kind, relid, InvalidOid, "", nullptr);
+    return prepare_once(key, [&] {
+        AclMode mode = kind == StatementKind::Enqueue ? ACL_INSERT : ACL_SELECT;
+        TableRef table = pg_call([&] { return table_ref(relid, mode); });
+        QueueRow row = read_queue_row(relid);
+        if (!row.found)
+            throw Error(ERRCODE_WRONG_OBJECT_TYPE, fmt("table \"%s\" is not a queue", table.qualified),
+                        "", "Create queues with ck.create_queue().");
+        const char *dead = pg_call([&] {
+            if (get_rel_relkind(row.dead_letters) == '\0')
+                ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                                errmsg("the dead-letter table of queue \"%s\" is missing", table.qualified)));
+            return quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.dead_letters)),
+                                              get_rel_name(row.dead_letters));
+        });
+        Statement s = statement_for(kind, table.sql, dead);
+        Prepared p;
+        p.plan = pg_call([&] { return prepare_kept(s.sql.c_str(), s.nargs, s.types, s.cursor_options); });
+        p.table = table.name;
+        p.qualified = table.qualified;
+        p.max_attempts = row.max_attempts;
+        p.lease = row.lease;
+        return p;
+    });
+}
+
+} // namespace ck

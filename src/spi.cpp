@@ -1,0 +1,93 @@
+// SPI calls made safe for C++: every one goes through pg_call.
+#include "spi.hpp"
+
+#include <stdexcept>
+
+namespace ck {
+
+namespace {
+int executing = 0;
+}
+
+void spi_connect()
+{
+    pg_call([] {
+        if (SPI_connect() != SPI_OK_CONNECT)
+            elog(ERROR, "SPI_connect failed");
+    });
+}
+
+void spi_finish()
+{
+    pg_call([] { SPI_finish(); });
+}
+
+SPIPlanPtr prepare_kept(const char *sql, int nargs, Oid *argtypes, int cursor_options)
+{
+    SPIPlanPtr plan = SPI_prepare_cursor(sql, nargs, argtypes, cursor_options);
+    if (plan == nullptr)
+        elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+    if (SPI_keepplan(plan) != 0)
+        elog(ERROR, "SPI_keepplan failed");
+    return plan;
+}
+
+uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only)
+{
+    struct Depth {
+        Depth() { executing++; }
+        ~Depth() { executing--; }
+    } depth;
+    int rc = pg_call([&] { return SPI_execute_plan(plan, values, nulls, read_only, 0); });
+    if (rc < 0)
+        throw std::runtime_error(SPI_result_code_string(rc));
+    return SPI_processed;
+}
+
+void execute_sql(const char *sql)
+{
+    pg_call([&] {
+        int rc = SPI_execute(sql, false, 0);
+        if (rc < 0)
+            elog(ERROR, "SPI_execute failed for \"%s\": %s", sql, SPI_result_code_string(rc));
+    });
+}
+
+int plans_executing()
+{
+    return executing;
+}
+
+Datum result_datum(uint64 row, int col, bool *isnull)
+{
+    return pg_call([&] { return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull); });
+}
+
+} // namespace ck
+
+namespace ck {
+
+Datum return_result_rows(FunctionCallInfo fcinfo)
+{
+    pg_call([&] {
+        ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+        if (rsinfo == nullptr || !IsA(rsinfo, ReturnSetInfo) ||
+            (rsinfo->allowedModes & SFRM_Materialize) == 0)
+            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                            errmsg("set-valued function called in context that cannot accept a set")));
+        TupleDesc desc;
+        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+            elog(ERROR, "return type must be a row type");
+        MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+        Tuplestorestate *store = tuplestore_begin_heap(true, false, work_mem);
+        rsinfo->returnMode = SFRM_Materialize;
+        rsinfo->setResult = store;
+        rsinfo->setDesc = CreateTupleDescCopy(desc);
+        for (uint64 i = 0; i < SPI_processed; i++)
+            tuplestore_puttuple(store, SPI_tuptable->vals[i]);
+        MemoryContextSwitchTo(old);
+    });
+    return (Datum) 0;
+}
+
+} // namespace ck

@@ -1,0 +1,35 @@
+// SPI through the guard: connect, prepare and keep, execute, read results.
+#pragma once
+
+#include "pg.hpp"
+
+namespace ck {
+
+void spi_connect();
+void spi_finish();
+
+// SPI_prepare_cursor + SPI_keepplan, raising on failure (call inside pg_call).
+// cursor_options: 0, or CURSOR_OPT_FAST_PLAN for statements that want their first rows fast.
+SPIPlanPtr prepare_kept(const char *sql, int nargs, Oid *argtypes, int cursor_options = 0);
+
+// Executes a kept plan inside the current SPI connection and returns the row count.
+uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only = false);
+
+// Executes one statement text once, with no parameters (DDL).
+void execute_sql(const char *sql);
+
+// How many execute_plan calls are under way in this backend (a trigger may call us again).
+int plans_executing();
+
+// Column col (1-based) of result row `row` of the last execution.
+Datum result_datum(uint64 row, int col, bool *isnull);
+
+} // namespace ck
+
+namespace ck {
+
+// Returns every row of the last execution as the set-returning function's result
+// (materialize mode); the rows must match the function's declared result columns.
+Datum return_result_rows(FunctionCallInfo fcinfo);
+
+} // namespace ck
