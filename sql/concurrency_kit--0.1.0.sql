@@ -225,3 +225,163 @@ SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'ck_queue_stats';
 COMMENT ON FUNCTION ck.queue_stats(regclass) IS
 'job counts: running, expired, scheduled and dead exact; ready exact up to 10,000, estimated beyond (ready_estimated)';
+
+------------------------------------------------------------------------------------------
+-- Advisory locks keyed by (int4, int4), never hashed
+------------------------------------------------------------------------------------------
+
+-- Namespaces: the first int of a lock key, by name. Numbers come from the identity
+-- sequence, so two names never share one. Rows are never deleted.
+CREATE TABLE ck.lock_namespaces (
+    id         integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name       text NOT NULL UNIQUE CHECK (octet_length(name) BETWEEN 1 AND 63),
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE ck.lock_namespaces IS 'advisory-lock namespaces: name -> the first int of (int4, int4) keys';
+GRANT SELECT, INSERT ON ck.lock_namespaces TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('ck.lock_namespaces', '');
+
+CREATE FUNCTION ck.lock_namespace(name text)
+RETURNS integer
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_lock_namespace';
+COMMENT ON FUNCTION ck.lock_namespace(text) IS
+'the namespace''s number, registered on first use (concurrent first uses agree); cached per backend';
+
+CREATE FUNCTION ck.xact_lock(ns integer, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_xact_lock';
+COMMENT ON FUNCTION ck.xact_lock(integer, integer, interval) IS
+'transaction-scoped exclusive advisory lock on (ns, key), same key as pg_advisory_xact_lock(ns, key); with a timeout, raises 55P03 after waiting that long';
+
+CREATE FUNCTION ck.xact_lock(ns text, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_xact_lock_name';
+COMMENT ON FUNCTION ck.xact_lock(text, integer, interval) IS
+'ck.xact_lock by namespace name';
+
+CREATE FUNCTION ck.try_xact_lock(ns integer, key integer DEFAULT 0)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_try_xact_lock';
+COMMENT ON FUNCTION ck.try_xact_lock(integer, integer) IS
+'takes the transaction lock if it is free: true, else false at once';
+
+CREATE FUNCTION ck.try_xact_lock(ns text, key integer DEFAULT 0)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_try_xact_lock_name';
+COMMENT ON FUNCTION ck.try_xact_lock(text, integer) IS
+'ck.try_xact_lock by namespace name';
+
+CREATE FUNCTION ck.session_lock(ns integer, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_session_lock';
+COMMENT ON FUNCTION ck.session_lock(integer, integer, interval) IS
+'session-scoped lock, for a dedicated connection only: survives COMMIT and ROLLBACK until ck.session_unlock';
+
+CREATE FUNCTION ck.session_lock(ns text, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_session_lock_name';
+COMMENT ON FUNCTION ck.session_lock(text, integer, interval) IS
+'ck.session_lock by namespace name';
+
+CREATE FUNCTION ck.session_unlock(ns integer, key integer DEFAULT 0)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_session_unlock';
+COMMENT ON FUNCTION ck.session_unlock(integer, integer) IS
+'releases one hold of a session lock taken with ck.session_lock; raises 55000 when this session holds none';
+
+CREATE FUNCTION ck.session_unlock(ns text, key integer DEFAULT 0)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_session_unlock_name';
+COMMENT ON FUNCTION ck.session_unlock(text, integer) IS
+'ck.session_unlock by namespace name';
+
+CREATE FUNCTION ck.session_unlock_all()
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_session_unlock_all';
+COMMENT ON FUNCTION ck.session_unlock_all() IS
+'releases every session-level advisory lock of this session (pg_advisory_unlock_all)';
+
+CREATE FUNCTION ck.session_locks_held(OUT ns integer, OUT key integer, OUT holds bigint)
+RETURNS SETOF record
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_session_locks_held';
+COMMENT ON FUNCTION ck.session_locks_held() IS
+'the session locks this session took through ck.session_lock, with how many times each is held';
+
+CREATE FUNCTION ck.held_locks()
+RETURNS TABLE (ns integer, ns_name text, key integer, scope text, granted boolean)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT l.classid::integer, n.name, l.objid::integer,
+           CASE WHEN s.ns IS NULL THEN 'transaction' ELSE 'session' END, l.granted
+    FROM pg_catalog.pg_locks AS l
+    LEFT JOIN ck.lock_namespaces AS n ON n.id = l.classid::integer
+    LEFT JOIN ck.session_locks_held() AS s ON s.ns = l.classid::integer AND s.key = l.objid::integer
+    WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.pid = pg_catalog.pg_backend_pid()
+      AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d
+                        WHERE d.datname = pg_catalog.current_database())
+    ORDER BY 1, 3
+$$;
+COMMENT ON FUNCTION ck.held_locks() IS
+'this session''s (int4, int4) advisory locks with namespace names; scope is session for locks taken with ck.session_lock';
+
+CREATE FUNCTION ck.lock_waits()
+RETURNS TABLE (waiting_pid integer, blocking_pids integer[], waited interval, lock text, query text)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT w.pid,
+           pg_catalog.pg_blocking_pids(w.pid),
+           pg_catalog.clock_timestamp() - w.waitstart,
+           CASE
+               WHEN w.locktype = 'advisory' AND w.objsubid = 2
+                   THEN 'advisory ' || coalesce(n.name, w.classid::text) || ':' || w.objid::integer
+               WHEN w.locktype = 'advisory'
+                   THEN 'advisory ' || ((w.classid::bigint << 32) | w.objid::bigint)
+               WHEN w.locktype = 'tuple'
+                   THEN 'row (' || w.page || ',' || w.tuple || ') of ' || w.relation::regclass::text
+               WHEN w.locktype = 'relation'
+                   THEN w.mode || ' on ' || w.relation::regclass::text
+               WHEN w.locktype = 'transactionid'
+                   THEN 'transaction ' || w.transactionid || ' (a row it changed)'
+               ELSE w.locktype
+           END,
+           a.query
+    FROM pg_catalog.pg_locks AS w
+    LEFT JOIN ck.lock_namespaces AS n ON w.locktype = 'advisory' AND n.id = w.classid::integer
+    LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = w.pid
+    WHERE NOT w.granted AND w.pid IS NOT NULL
+    ORDER BY w.waitstart
+$$;
+COMMENT ON FUNCTION ck.lock_waits() IS
+'who waits on whom: every waiting backend, the pids blocking it, how long it has waited, the lock (advisory locks as namespace:key) and its query';
+
+CREATE FUNCTION ck.set_lock_timeout(timeout interval)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_set_lock_timeout';
+COMMENT ON FUNCTION ck.set_lock_timeout(interval) IS
+'SET LOCAL lock_timeout for the rest of this transaction; raises outside a transaction block, where it would do nothing';

@@ -1,5 +1,6 @@
 // Module entry: the magic block and one-time initialisation.
 #include "pg.hpp"
+#include "lock_namespace.hpp"
 #include "plan_cache.hpp"
 
 extern "C" {
@@ -10,5 +11,6 @@ void _PG_init(void);
 void _PG_init(void)
 {
     ck::plan_cache_init();
+    ck::lock_namespace_init();
 }
 }

@@ -26,6 +26,8 @@ enum class StatementKind : uint8_t {
     RetryDead,
     PurgeDead,
     Stats,
+    NamespaceLookup,
+    NamespaceRegister,
 };
 
 struct PlanKey {

@@ -30,7 +30,21 @@ INSERT INTO expected_functions VALUES
     ('purge_dead',          '{regclass,interval}',                                    'bigint',  'volatile',  'unsafe', false, true),
     ('queue_stats',         '{regclass}',                                             'record',  'stable',    'restricted', false, true),
     ('notify_queue',        '{}',                                                     'trigger', 'volatile',  'unsafe', false, true),
-    ('queues_changed',      '{}',                                                     'trigger', 'volatile',  'unsafe', false, false);
+    ('queues_changed',      '{}',                                                     'trigger', 'volatile',  'unsafe', false, false),
+    ('lock_namespace',      '{text}',                                                 'integer', 'volatile',  'unsafe', false, true),
+    ('xact_lock',           '{integer,integer,interval}',                             'void',    'volatile',  'unsafe', false, true),
+    ('xact_lock',           '{text,integer,interval}',                                'void',    'volatile',  'unsafe', false, true),
+    ('try_xact_lock',       '{integer,integer}',                                      'boolean', 'volatile',  'unsafe', false, true),
+    ('try_xact_lock',       '{text,integer}',                                         'boolean', 'volatile',  'unsafe', false, true),
+    ('session_lock',        '{integer,integer,interval}',                             'void',    'volatile',  'unsafe', false, true),
+    ('session_lock',        '{text,integer,interval}',                                'void',    'volatile',  'unsafe', false, true),
+    ('session_unlock',      '{integer,integer}',                                      'void',    'volatile',  'unsafe', false, true),
+    ('session_unlock',      '{text,integer}',                                         'void',    'volatile',  'unsafe', false, true),
+    ('session_unlock_all',  '{}',                                                     'void',    'volatile',  'unsafe', false, true),
+    ('session_locks_held',  '{}',                                                     'setof record', 'volatile', 'unsafe', false, true),
+    ('held_locks',          '{}',                                                     'setof record', 'volatile', 'unsafe', false, true),
+    ('lock_waits',          '{}',                                                     'setof record', 'volatile', 'unsafe', false, true),
+    ('set_lock_timeout',    '{interval}',                                             'void',    'volatile',  'unsafe', false, true);
 
 CREATE TEMP VIEW expected_procs AS
 SELECT e.*, format('ck.%s(%s)', e.name, array_to_string(e.args, ','))::regprocedure AS oid

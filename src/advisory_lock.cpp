@@ -1,0 +1,206 @@
+// Advisory locks keyed by (namespace, key), both int4: PostgreSQL's own two-int advisory
+// keys, so pg_advisory_xact_lock(ns, key) from any client excludes ck.xact_lock(ns, key).
+// ck.xact_lock, ck.try_xact_lock, ck.session_lock, ck.session_unlock,
+// ck.session_unlock_all, ck.set_lock_timeout, and the session-lock bookkeeping behind
+// ck.held_locks.
+#include "boundary.hpp"
+#include "lock_namespace.hpp"
+
+extern "C" {
+#include "storage/lock.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+}
+
+#include <map>
+#include <utility>
+
+namespace {
+
+// Session locks taken through ck.session_lock, with their counts: what ck.held_locks
+// reports as scope 'session' (PostgreSQL does not expose a lock's scope).
+std::map<std::pair<int32, int32>, int64> session_locks;
+
+struct Target {
+    int32 ns;
+    int32 key;
+    std::string label;   // "name:key" or "ns:key", for messages
+};
+
+// (ns, key) from arguments 0 and 1; ns may be int4 or text (a namespace name).
+Target target_args(FunctionCallInfo fcinfo, bool ns_is_name)
+{
+    if (PG_ARGISNULL(0))
+        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "lock namespace must not be NULL");
+    if (PG_NARGS() > 1 && PG_ARGISNULL(1))
+        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "lock key must not be NULL",
+                        "A lock call that locks nothing would let two handlers run at once.");
+    int32 key = PG_NARGS() > 1 ? PG_GETARG_INT32(1) : 0;
+    if (ns_is_name) {
+        const char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+        int32 ns = ck::lock_namespace_number(name);
+        return {ns, key, ck::fmt("%s:%d", name, key)};
+    }
+    int32 ns = PG_GETARG_INT32(0);
+    return {ns, key, ck::fmt("%d:%d", ns, key)};
+}
+
+LOCKTAG tag_of(const Target &t)
+{
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(t.ns), static_cast<uint32>(t.key), 2);
+    return tag;
+}
+
+// Milliseconds of a positive interval argument (NULL: -1, wait without a bound).
+int timeout_ms(FunctionCallInfo fcinfo, int argno)
+{
+    if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+        return -1;
+    Interval *iv = PG_GETARG_INTERVAL_P(argno);
+    double us = static_cast<double>(iv->time) + iv->day * static_cast<double>(USECS_PER_DAY) +
+                iv->month * static_cast<double>(DAYS_PER_MONTH) * USECS_PER_DAY;
+    if (us <= 0)
+        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE, "timeout must be positive",
+                        "Use ck.try_xact_lock to take a lock only if it is free.");
+    double ms = us / 1000.0;
+    return ms >= INT_MAX ? INT_MAX : std::max(1, static_cast<int>(ms + 0.999));
+}
+
+// Waits for the lock; with a timeout, under lock_timeout set for this wait only (restored
+// right after, and by (sub)transaction abort if the wait fails).
+void acquire(const Target &t, bool session, int ms)
+{
+    LOCKTAG tag = tag_of(t);
+    if (ms < 0) {
+        ck::pg_call([&] { (void) LockAcquire(&tag, ExclusiveLock, session, false); });
+        return;
+    }
+    try {
+        ck::pg_call([&] {
+            int nest = NewGUCNestLevel();
+            char value[32];
+            snprintf(value, sizeof value, "%d", ms);
+            (void) set_config_option("lock_timeout", value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+                                     false);
+            (void) LockAcquire(&tag, ExclusiveLock, session, false);
+            AtEOXact_GUC(true, nest);
+        });
+    } catch (const ck::PgError &e) {
+        ErrorData *edata = e.data();
+        if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+            throw;
+        // Name the lock in the message; the SQLSTATE stays 55P03.
+        ck::pg_call([&] {
+            edata->message = psprintf("advisory lock %s not obtained within %d ms", t.label.c_str(), ms);
+            edata->detail = pstrdup("Another session holds it; see ck.lock_waits().");
+        });
+        throw;
+    }
+}
+
+bool try_acquire(const Target &t, bool session)
+{
+    LOCKTAG tag = tag_of(t);
+    return ck::pg_call([&] { return LockAcquire(&tag, ExclusiveLock, session, true); }) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+Datum xact_lock(FunctionCallInfo fcinfo, bool ns_is_name)
+{
+    Target t = target_args(fcinfo, ns_is_name);
+    acquire(t, false, timeout_ms(fcinfo, 2));
+    PG_RETURN_VOID();
+}
+
+Datum try_xact_lock(FunctionCallInfo fcinfo, bool ns_is_name)
+{
+    Target t = target_args(fcinfo, ns_is_name);
+    PG_RETURN_BOOL(try_acquire(t, false));
+}
+
+Datum session_lock(FunctionCallInfo fcinfo, bool ns_is_name)
+{
+    Target t = target_args(fcinfo, ns_is_name);
+    acquire(t, true, timeout_ms(fcinfo, 2));
+    session_locks[{t.ns, t.key}]++;
+    PG_RETURN_VOID();
+}
+
+Datum session_unlock(FunctionCallInfo fcinfo, bool ns_is_name)
+{
+    Target t = target_args(fcinfo, ns_is_name);
+    auto it = session_locks.find({t.ns, t.key});
+    if (it == session_locks.end())
+        throw ck::Error(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                        ck::fmt("this session holds no session lock %s", t.label.c_str()),
+                        "Session locks must be unlocked on the connection that took them, as many times as taken.",
+                        "Behind a pooler, use transaction locks (ck.xact_lock).");
+    LOCKTAG tag = tag_of(t);
+    ck::pg_call([&] { (void) LockRelease(&tag, ExclusiveLock, true); });
+    if (--it->second == 0)
+        session_locks.erase(it);
+    PG_RETURN_VOID();
+}
+
+} // namespace
+
+CK_FUNCTION(ck_xact_lock) { return xact_lock(fcinfo, false); }
+CK_FUNCTION(ck_xact_lock_name) { return xact_lock(fcinfo, true); }
+CK_FUNCTION(ck_try_xact_lock) { return try_xact_lock(fcinfo, false); }
+CK_FUNCTION(ck_try_xact_lock_name) { return try_xact_lock(fcinfo, true); }
+CK_FUNCTION(ck_session_lock) { return session_lock(fcinfo, false); }
+CK_FUNCTION(ck_session_lock_name) { return session_lock(fcinfo, true); }
+CK_FUNCTION(ck_session_unlock) { return session_unlock(fcinfo, false); }
+CK_FUNCTION(ck_session_unlock_name) { return session_unlock(fcinfo, true); }
+
+CK_FUNCTION(ck_session_unlock_all)
+{
+    ck::pg_call([] { LockReleaseSession(USER_LOCKMETHOD); });
+    session_locks.clear();
+    PG_RETURN_VOID();
+}
+
+// ck.session_locks_held(): (ns, key, count) of the session locks taken through ck.
+CK_FUNCTION(ck_session_locks_held)
+{
+    ck::pg_call([&] {
+        ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+        TupleDesc desc;
+        if (rsinfo == nullptr || !IsA(rsinfo, ReturnSetInfo) || (rsinfo->allowedModes & SFRM_Materialize) == 0 ||
+            get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                            errmsg("set-valued function called in context that cannot accept a set")));
+        MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+        rsinfo->returnMode = SFRM_Materialize;
+        rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
+        rsinfo->setDesc = CreateTupleDescCopy(desc);
+        MemoryContextSwitchTo(old);
+    });
+    ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+    for (const auto &[lock, count] : session_locks) {
+        Datum values[3] = {Int32GetDatum(lock.first), Int32GetDatum(lock.second), Int64GetDatum(count)};
+        bool nulls[3] = {false, false, false};
+        ck::pg_call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls); });
+    }
+    return (Datum) 0;
+}
+
+CK_FUNCTION(ck_set_lock_timeout)
+{
+    if (PG_ARGISNULL(0))
+        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "timeout must not be NULL");
+    Interval *iv = PG_GETARG_INTERVAL_P(0);
+    if (iv->time < 0 || iv->day < 0 || iv->month < 0)
+        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE, "timeout must not be negative");
+    if (!IsTransactionBlock())
+        throw ck::Error(ERRCODE_NO_ACTIVE_SQL_TRANSACTION,
+                        "ck.set_lock_timeout must be called inside a transaction block",
+                        "Outside BEGIN ... COMMIT, SET LOCAL would end with this statement and change nothing.");
+    int ms = (iv->time == 0 && iv->day == 0 && iv->month == 0) ? 0 : timeout_ms(fcinfo, 0);
+    ck::pg_call([&] {
+        char value[32];
+        snprintf(value, sizeof value, "%d", ms);
+        (void) set_config_option("lock_timeout", value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+    });
+    PG_RETURN_VOID();
+}
