@@ -385,3 +385,32 @@ SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'ck_set_lock_timeout';
 COMMENT ON FUNCTION ck.set_lock_timeout(interval) IS
 'SET LOCAL lock_timeout for the rest of this transaction; raises outside a transaction block, where it would do nothing';
+
+------------------------------------------------------------------------------------------
+-- Whole-transaction retry inside the server
+------------------------------------------------------------------------------------------
+
+-- No SET search_path: a procedure with SET clauses may not commit, and the caller's sql
+-- is meant to run with the caller's search_path. ck.retry runs no SQL of its own.
+CREATE PROCEDURE ck.retry(sql text, isolation text DEFAULT 'serializable', max_attempts integer DEFAULT 10,
+                          retry_lock_timeout boolean DEFAULT false, INOUT attempts integer DEFAULT NULL)
+LANGUAGE c SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_retry';
+COMMENT ON PROCEDURE ck.retry(text, text, integer, boolean, integer) IS
+'runs sql in a fresh transaction per attempt at that isolation level, retrying 40001 and 40P01 (and 55P03 when asked) with capped, jittered exponential backoff; returns the attempts it took';
+
+CREATE FUNCTION ck.current_attempt()
+RETURNS integer
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_current_attempt';
+COMMENT ON FUNCTION ck.current_attempt() IS
+'the attempt number of the ck.retry running in this backend (1 on the first try), 0 outside ck.retry';
+
+CREATE FUNCTION ck.retry_stats(OUT calls bigint, OUT attempts bigint, OUT retries bigint, OUT exhausted bigint)
+RETURNS record
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_retry_stats';
+COMMENT ON FUNCTION ck.retry_stats() IS
+'this backend''s ck.retry counters: calls, attempts, retries, and calls that ran out of attempts';

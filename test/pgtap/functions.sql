@@ -1,7 +1,9 @@
 -- The labels of every function of the extension are part of its contract: signature,
 -- return type, volatility, parallel safety, strictness, SECURITY INVOKER and a pinned
 -- search_path (all but ck.create_queue, which resolves the new queue's name with the
--- caller's search_path as CREATE TABLE does, and schema-qualifies everything it runs).
+-- caller's search_path as CREATE TABLE does and schema-qualifies everything it runs, and
+-- ck.retry, a procedure that commits, which PostgreSQL forbids to procedures with SET
+-- clauses, and whose statements are the caller's).
 -- A function missing from the list below fails the completeness test.
 BEGIN;
 SET LOCAL search_path = public;
@@ -44,7 +46,10 @@ INSERT INTO expected_functions VALUES
     ('session_locks_held',  '{}',                                                     'setof record', 'volatile', 'unsafe', false, true),
     ('held_locks',          '{}',                                                     'setof record', 'volatile', 'unsafe', false, true),
     ('lock_waits',          '{}',                                                     'setof record', 'volatile', 'unsafe', false, true),
-    ('set_lock_timeout',    '{interval}',                                             'void',    'volatile',  'unsafe', false, true);
+    ('set_lock_timeout',    '{interval}',                                             'void',    'volatile',  'unsafe', false, true),
+    ('retry',               '{text,text,integer,boolean,integer}',                    'record',  'volatile',  'unsafe', false, false),
+    ('current_attempt',     '{}',                                                     'integer', 'volatile',  'unsafe', false, true),
+    ('retry_stats',         '{}',                                                     'record',  'volatile',  'unsafe', false, true);
 
 CREATE TEMP VIEW expected_procs AS
 SELECT e.*, format('ck.%s(%s)', e.name, array_to_string(e.args, ','))::regprocedure AS oid
