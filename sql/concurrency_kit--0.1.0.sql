@@ -414,3 +414,55 @@ SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'ck_retry_stats';
 COMMENT ON FUNCTION ck.retry_stats() IS
 'this backend''s ck.retry counters: calls, attempts, retries, and calls that ran out of attempts';
+
+------------------------------------------------------------------------------------------
+-- Guards: constraints beat code
+------------------------------------------------------------------------------------------
+
+CREATE FUNCTION ck.overlap_guard_ddl(tbl regclass, range_col name, key_cols name[] DEFAULT '{}',
+                                     constraint_name name DEFAULT NULL)
+RETURNS text
+LANGUAGE c STABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_overlap_guard_ddl';
+COMMENT ON FUNCTION ck.overlap_guard_ddl(regclass, name, name[], name) IS
+'DDL for an exclusion constraint (key WITH =, range WITH &&) with NOT NULL and not-empty checks on the range; btree_gist first when a scalar key needs it';
+
+CREATE FUNCTION ck.find_overlaps(tbl regclass, range_col name, key_cols name[] DEFAULT '{}',
+                                 max_pairs integer DEFAULT 1000)
+RETURNS TABLE (a tid, b tid, key text, a_range text, b_range text)
+LANGUAGE c STABLE PARALLEL RESTRICTED SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_find_overlaps';
+COMMENT ON FUNCTION ck.find_overlaps(regclass, name, name[], integer) IS
+'pairs of existing rows (by ctid) with equal keys and overlapping ranges, which an overlap guard would reject; one sorted pass';
+
+CREATE FUNCTION ck.add_overlap_guard(tbl regclass, range_col name, key_cols name[] DEFAULT '{}',
+                                     constraint_name name DEFAULT NULL)
+RETURNS text
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_add_overlap_guard';
+COMMENT ON FUNCTION ck.add_overlap_guard(regclass, name, name[], name) IS
+'refuses (23P01, listing the first pairs) when rows already overlap; else runs ck.overlap_guard_ddl and returns it';
+
+CREATE FUNCTION ck.unique_guard_ddl(tbl regclass, cols name[], where_clause text DEFAULT NULL)
+RETURNS text
+LANGUAGE c STABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_unique_guard_ddl';
+COMMENT ON FUNCTION ck.unique_guard_ddl(regclass, name[], text) IS
+'CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS on cols, with where_clause parsed, checked against the table and deparsed';
+
+------------------------------------------------------------------------------------------
+-- Checks
+------------------------------------------------------------------------------------------
+
+-- No SET search_path: the query is the caller's and names the caller's tables; the SQL
+-- scan_check runs itself is schema-qualified.
+CREATE FUNCTION ck.scan_check(query text)
+RETURNS TABLE (node text, relation text, advice text)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_scan_check';
+COMMENT ON FUNCTION ck.scan_check(text) IS
+'EXPLAINs one SELECT/INSERT/UPDATE/DELETE/MERGE (never runs it) and names each sequential scan, a whole-table predicate lock under SERIALIZABLE';

@@ -3,7 +3,8 @@
 -- search_path (all but ck.create_queue, which resolves the new queue's name with the
 -- caller's search_path as CREATE TABLE does and schema-qualifies everything it runs, and
 -- ck.retry, a procedure that commits, which PostgreSQL forbids to procedures with SET
--- clauses, and whose statements are the caller's).
+-- clauses, and whose statements are the caller's; and ck.scan_check, whose query is the
+-- caller's too).
 -- A function missing from the list below fails the completeness test.
 BEGIN;
 SET LOCAL search_path = public;
@@ -49,7 +50,12 @@ INSERT INTO expected_functions VALUES
     ('set_lock_timeout',    '{interval}',                                             'void',    'volatile',  'unsafe', false, true),
     ('retry',               '{text,text,integer,boolean,integer}',                    'record',  'volatile',  'unsafe', false, false),
     ('current_attempt',     '{}',                                                     'integer', 'volatile',  'unsafe', false, true),
-    ('retry_stats',         '{}',                                                     'record',  'volatile',  'unsafe', false, true);
+    ('retry_stats',         '{}',                                                     'record',  'volatile',  'unsafe', false, true),
+    ('overlap_guard_ddl',   '{regclass,name,name[],name}',                            'text',    'stable',    'safe',   false, true),
+    ('find_overlaps',       '{regclass,name,name[],integer}',                         'setof record', 'stable', 'restricted', false, true),
+    ('add_overlap_guard',   '{regclass,name,name[],name}',                            'text',    'volatile',  'unsafe', false, true),
+    ('unique_guard_ddl',    '{regclass,name[],text}',                                 'text',    'stable',    'safe',   false, true),
+    ('scan_check',          '{text}',                                                 'setof record', 'volatile', 'unsafe', false, false);
 
 CREATE TEMP VIEW expected_procs AS
 SELECT e.*, format('ck.%s(%s)', e.name, array_to_string(e.args, ','))::regprocedure AS oid

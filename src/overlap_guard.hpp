@@ -1,0 +1,35 @@
+// What an overlap guard is about: a table, its range (or multirange) column and the key
+// columns that must be equal for two rows to conflict. Shared by the DDL generator, the
+// overlap audit and ck.add_overlap_guard.
+#pragma once
+
+#include "relation.hpp"
+
+namespace ck {
+
+constexpr int max_guard_keys = 32;
+
+struct OverlapTarget {
+    TableRef table;
+    ColumnRef range;
+    bool multirange;
+    int nkeys;
+    ColumnRef keys[max_guard_keys];
+    bool needs_btree_gist;   // a scalar key has no GiST operator class until btree_gist is installed
+};
+
+// Validates (tbl, range_col, key_cols) from arguments 0, 1 and 2 against the catalog.
+OverlapTarget overlap_target(FunctionCallInfo fcinfo);
+
+// The guard's DDL; constraint_name NULL derives a free name.
+std::string overlap_guard_ddl(const OverlapTarget &t, const char *constraint_name);
+
+// Up to max_pairs pairs of rows that overlap, into the current SPI result-free memory:
+// each pair as (a tid, b tid, key text, a_range text, b_range text) appended to store.
+struct OverlapPair {
+    Datum a, b;               // tid
+    const char *key, *a_range, *b_range;
+};
+int find_overlap_pairs(const OverlapTarget &t, int max_pairs, OverlapPair *pairs);
+
+} // namespace ck

@@ -1,0 +1,111 @@
+// ck.unique_guard_ddl: CREATE UNIQUE INDEX CONCURRENTLY for "no duplicates". A partial
+// predicate is parsed and analysed against the table, then deparsed: what is emitted is
+// the expression PostgreSQL understood, never the caller's text.
+#include "boundary.hpp"
+#include "relation.hpp"
+
+extern "C" {
+#include "access/table.h"
+#include "commands/defrem.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_clause.h"
+#include "parser/parse_relation.h"
+#include "parser/parser.h"
+#include "utils/array.h"
+#include "utils/ruleutils.h"
+}
+
+#include <string>
+
+namespace {
+
+const char *parse_predicate(const ck::TableRef &table, const std::string &probe);
+
+// The predicate as one boolean, immutable expression over the table's columns.
+const char *checked_predicate(const ck::TableRef &table, const char *clause)
+{
+    std::string probe = std::string("SELECT FROM ") + table.sql + " WHERE (" + clause + "\n)";
+    try {
+        return parse_predicate(table, probe);
+    } catch (const ck::PgError &e) {
+        // Positions in the error point into the probe, not into the caller's statement.
+        ck::pg_call([&] {
+            e.data()->cursorpos = 0;
+            e.data()->context = psprintf("where_clause checked as: %s", probe.c_str());
+        });
+        throw;
+    }
+}
+
+// Parses and analyses "SELECT FROM tbl WHERE (<clause>)"; returns the deparsed predicate.
+const char *parse_predicate(const ck::TableRef &table, const std::string &probe)
+{
+    return ck::pg_call([&] {
+        List *stmts = raw_parser(probe.c_str(), RAW_PARSE_DEFAULT);
+        if (list_length(stmts) != 1 || !IsA(((RawStmt *) linitial(stmts))->stmt, SelectStmt))
+            ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR), errmsg("where_clause must be one boolean expression")));
+        SelectStmt *select = (SelectStmt *) ((RawStmt *) linitial(stmts))->stmt;
+        if (list_length(select->fromClause) != 1 || select->whereClause == nullptr)
+            ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR), errmsg("where_clause must be one boolean expression")));
+        ParseState *pstate = make_parsestate(nullptr);
+        Relation rel = table_open(table.relid, AccessShareLock);
+        ParseNamespaceItem *item = addRangeTableEntryForRelation(pstate, rel, AccessShareLock, nullptr, false, true);
+        addNSItemToQuery(pstate, item, false, true, true);
+        Node *predicate = transformWhereClause(pstate, select->whereClause, EXPR_KIND_INDEX_PREDICATE, "WHERE");
+        if (contain_mutable_functions((Node *) expression_planner((Expr *) predicate)))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+                            errmsg("functions in an index predicate must be marked IMMUTABLE")));
+        char *sql = deparse_expression(predicate, deparse_context_for(table.name, table.relid), false, false);
+        table_close(rel, AccessShareLock);
+        free_parsestate(pstate);
+        return sql;
+    });
+}
+
+} // namespace
+
+CK_FUNCTION(ck_unique_guard_ddl)
+{
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "tbl and cols must not be NULL");
+    Oid relid = PG_GETARG_OID(0);
+    ArrayType *cols = PG_GETARG_ARRAYTYPE_P(1);
+    const char *clause = PG_ARGISNULL(2) ? nullptr : text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+    struct Columns {
+        ck::TableRef table;
+        int n;
+        const char *list;    // quoted, comma-separated
+        const char *index;   // quoted, deterministic: IF NOT EXISTS then means "this guard"
+    } c;
+    ck::pg_call([&] {
+        c.table = ck::table_ref(relid, ACL_SELECT);
+        Datum *elems;
+        bool *nulls;
+        deconstruct_array(cols, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &nulls, &c.n);
+        if (c.n == 0 || ARR_NDIM(cols) != 1)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("cols must name at least one column")));
+        StringInfoData list, names;
+        initStringInfo(&list);
+        initStringInfo(&names);
+        Bitmapset *seen = nullptr;
+        for (int i = 0; i < c.n; i++) {
+            if (nulls[i])
+                ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("cols must not contain NULL")));
+            ck::ColumnRef col = ck::column_ref(c.table, NameStr(*DatumGetName(elems[i])));
+            if (bms_is_member(col.attnum, seen))
+                ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN), errmsg("column \"%s\" appears twice in cols", col.name)));
+            seen = bms_add_member(seen, col.attnum);
+            appendStringInfo(&list, "%s%s", i ? ", " : "", col.sql);
+            appendStringInfo(&names, "%s%s", i ? "_" : "", col.name);
+        }
+        c.list = list.data;
+        c.index = quote_identifier(makeObjectName(c.table.name, names.data, "unique"));
+    });
+    std::string ddl = std::string("CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS ") + c.index + " ON " + c.table.sql +
+                      " (" + c.list + ")";
+    if (clause != nullptr)
+        ddl += std::string(" WHERE ") + checked_predicate(c.table, clause);
+    ddl += ";";
+    return ck::pg_call([&] { return PointerGetDatum(cstring_to_text(ddl.c_str())); });
+}
