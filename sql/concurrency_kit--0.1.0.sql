@@ -458,6 +458,18 @@ COMMENT ON FUNCTION ck.unique_guard_ddl(regclass, name[], text) IS
 -- Checks
 ------------------------------------------------------------------------------------------
 
+-- PARALLEL UNSAFE, not SAFE or RESTRICTED: each function is analysed inside a
+-- subtransaction (so one body that does not parse cannot fail the audit), with a temporary
+-- search_path; PostgreSQL refuses to start a subtransaction in parallel mode, which the
+-- leader is in too, so even RESTRICTED could fail under a parallel plan.
+CREATE FUNCTION ck.volatility_audit(schema name DEFAULT NULL)
+RETURNS TABLE(func regprocedure, declared text, suggested text, reason text)
+LANGUAGE c STABLE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'ck_volatility_audit';
+COMMENT ON FUNCTION ck.volatility_audit(name) IS
+'SQL and PL/pgSQL functions whose volatility label is wrong: IMMUTABLE that read tables or call STABLE functions, VOLATILE that only read (should be STABLE), STABLE or IMMUTABLE with side effects (should be VOLATILE); all non-system schemas but ck when schema is NULL';
+
 -- No SET search_path: the query is the caller's and names the caller's tables; the SQL
 -- scan_check runs itself is schema-qualified.
 CREATE FUNCTION ck.scan_check(query text)

@@ -55,7 +55,8 @@ INSERT INTO expected_functions VALUES
     ('find_overlaps',       '{regclass,name,name[],integer}',                         'setof record', 'stable', 'restricted', false, true),
     ('add_overlap_guard',   '{regclass,name,name[],name}',                            'text',    'volatile',  'unsafe', false, true),
     ('unique_guard_ddl',    '{regclass,name[],text}',                                 'text',    'stable',    'safe',   false, true),
-    ('scan_check',          '{text}',                                                 'setof record', 'volatile', 'unsafe', false, false);
+    ('scan_check',          '{text}',                                                 'setof record', 'volatile', 'unsafe', false, false),
+    ('volatility_audit',    '{name}',                                                 'setof record', 'stable', 'unsafe', false, true);
 
 CREATE TEMP VIEW expected_procs AS
 SELECT e.*, format('ck.%s(%s)', e.name, array_to_string(e.args, ','))::regprocedure AS oid
