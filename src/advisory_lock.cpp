@@ -5,6 +5,7 @@
 // ck.held_locks.
 #include "boundary.hpp"
 #include "lock_namespace.hpp"
+#include "spi.hpp"
 
 extern "C" {
 #include "storage/lock.h"
@@ -163,20 +164,7 @@ CK_FUNCTION(ck_session_unlock_all)
 // ck.session_locks_held(): (ns, key, count) of the session locks taken through ck.
 CK_FUNCTION(ck_session_locks_held)
 {
-    ck::pg_call([&] {
-        ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-        TupleDesc desc;
-        if (rsinfo == nullptr || !IsA(rsinfo, ReturnSetInfo) || (rsinfo->allowedModes & SFRM_Materialize) == 0 ||
-            get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
-            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                            errmsg("set-valued function called in context that cannot accept a set")));
-        MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-        rsinfo->returnMode = SFRM_Materialize;
-        rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
-        rsinfo->setDesc = CreateTupleDescCopy(desc);
-        MemoryContextSwitchTo(old);
-    });
-    ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+    ReturnSetInfo *rsinfo = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     for (const auto &[lock, count] : session_locks) {
         Datum values[3] = {Int32GetDatum(lock.first), Int32GetDatum(lock.second), Int64GetDatum(count)};
         bool nulls[3] = {false, false, false};

@@ -141,16 +141,7 @@ CK_FUNCTION(ck_find_overlaps)
     ck::OverlapPair *pairs = ck::pg_call([&] { return (ck::OverlapPair *) palloc(max_pairs * sizeof(ck::OverlapPair)); });
     int n = ck::find_overlap_pairs(t, max_pairs, pairs);
     ck::pg_call([&] {
-        ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-        TupleDesc desc;
-        if (rsinfo == nullptr || !IsA(rsinfo, ReturnSetInfo) || (rsinfo->allowedModes & SFRM_Materialize) == 0 ||
-            get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
-            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                            errmsg("set-valued function called in context that cannot accept a set")));
-        MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-        rsinfo->returnMode = SFRM_Materialize;
-        rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
-        rsinfo->setDesc = CreateTupleDescCopy(desc);
+        ReturnSetInfo *rsinfo = ck::begin_result_set(fcinfo);
         for (int i = 0; i < n; i++) {
             Datum values[5] = {pairs[i].a, pairs[i].b,
                                pairs[i].key ? CStringGetTextDatum(pairs[i].key) : (Datum) 0,
@@ -158,7 +149,6 @@ CK_FUNCTION(ck_find_overlaps)
             bool nulls[5] = {false, false, pairs[i].key == nullptr, false, false};
             tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
         }
-        MemoryContextSwitchTo(old);
     });
     ck::spi_finish();
     return (Datum) 0;

@@ -67,25 +67,29 @@ Datum result_datum(uint64 row, int col, bool *isnull)
 
 namespace ck {
 
+ReturnSetInfo *begin_result_set(FunctionCallInfo fcinfo)
+{
+    ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+    TupleDesc desc;
+    if (rsinfo == nullptr || !IsA(rsinfo, ReturnSetInfo) || (rsinfo->allowedModes & SFRM_Materialize) == 0)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("set-valued function called in context that cannot accept a set")));
+    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+        elog(ERROR, "return type must be a row type");
+    MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+    rsinfo->returnMode = SFRM_Materialize;
+    rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
+    rsinfo->setDesc = CreateTupleDescCopy(desc);
+    MemoryContextSwitchTo(old);
+    return rsinfo;
+}
+
 Datum return_result_rows(FunctionCallInfo fcinfo)
 {
     pg_call([&] {
-        ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-        if (rsinfo == nullptr || !IsA(rsinfo, ReturnSetInfo) ||
-            (rsinfo->allowedModes & SFRM_Materialize) == 0)
-            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                            errmsg("set-valued function called in context that cannot accept a set")));
-        TupleDesc desc;
-        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
-            elog(ERROR, "return type must be a row type");
-        MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-        Tuplestorestate *store = tuplestore_begin_heap(true, false, work_mem);
-        rsinfo->returnMode = SFRM_Materialize;
-        rsinfo->setResult = store;
-        rsinfo->setDesc = CreateTupleDescCopy(desc);
+        ReturnSetInfo *rsinfo = begin_result_set(fcinfo);
         for (uint64 i = 0; i < SPI_processed; i++)
-            tuplestore_puttuple(store, SPI_tuptable->vals[i]);
-        MemoryContextSwitchTo(old);
+            tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
     });
     return (Datum) 0;
 }

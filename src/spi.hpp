@@ -28,6 +28,10 @@ Datum result_datum(uint64 row, int col, bool *isnull);
 
 namespace ck {
 
+// Sets fcinfo up to return a set in materialize mode (a tuplestore in setResult, the
+// declared columns in setDesc). Raises like pg_call's callees: call it inside pg_call.
+ReturnSetInfo *begin_result_set(FunctionCallInfo fcinfo);
+
 // Returns every row of the last execution as the set-returning function's result
 // (materialize mode); the rows must match the function's declared result columns.
 Datum return_result_rows(FunctionCallInfo fcinfo);

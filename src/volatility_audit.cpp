@@ -924,14 +924,13 @@ CK_FUNCTION(ck_volatility_audit)
         const char *name = NameStr(*PG_GETARG_NAME(0));
         nsp = ck::pg_call([&] { return get_namespace_oid(name, false); });
     }
-    ck::pg_call([&] { InitMaterializedSRF(fcinfo, 0); });
+    ReturnSetInfo *rsinfo = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     std::vector<Candidate> candidates = list_candidates(nsp);
 
     MemoryContext out = CurrentMemoryContext;
     MemoryContext work = ck::pg_call([&] {
         return AllocSetContextCreate(out, "ck.volatility_audit", ALLOCSET_DEFAULT_SIZES);
     });
-    auto *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
     for (const Candidate &c : candidates) {
         Verdict v = audit_one(c, out, work);
         if (!v.report)
