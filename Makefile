@@ -28,6 +28,9 @@ PG_CONFIG   ?= pg_config
 PGXS        := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies for C++: rebuild every object when a header changes.
+$(OBJS): $(wildcard src/*.hpp)
+
 .PHONY: demo test bench
 demo test bench:
 	bash test/run.sh $@

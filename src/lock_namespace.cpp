@@ -54,7 +54,7 @@ const Prepared &statement(StatementKind kind)
 bool run(StatementKind kind, Datum name, int32 *number)
 {
     Datum values[1] = {name};
-    if (execute_plan(statement(kind).plan, values, nullptr) == 0)
+    if (execute_plan(statement(kind).plan, values, nullptr, Snap::Fresh) == 0)
         return false;
     bool isnull;
     *number = DatumGetInt32(result_datum(0, 1, &isnull));

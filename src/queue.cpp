@@ -69,17 +69,17 @@ Ack ack_args(FunctionCallInfo fcinfo)
 
 // Runs one claim into SPI's result; buries expired jobs on their last attempt when the
 // claim came back short (they are skipped by the claim, so they would otherwise linger).
-uint64 claim_once(Oid queue, int32 batch, Interval *lease)
+uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap)
 {
     const Prepared &claim = ck::queue_statement(StatementKind::Claim, queue);
     Interval effective = lease ? *lease : claim.lease;
     Datum values[3] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts)};
-    uint64 n = ck::execute_plan(claim.plan, values, nullptr);
+    uint64 n = ck::execute_plan(claim.plan, values, nullptr, snap);
     if (n < static_cast<uint64>(batch)) {
         SPITupleTable *claimed = SPI_tuptable;
         const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
         Datum max[1] = {Int32GetDatum(bury.max_attempts)};
-        ck::execute_plan(bury.plan, max, nullptr);
+        ck::execute_plan(bury.plan, max, nullptr, snap);
         SPI_tuptable = claimed;   // the claim's rows are what the caller returns
         SPI_processed = n;
     }
@@ -123,7 +123,7 @@ CK_FUNCTION(ck_claim)
     int32 batch = batch_arg(fcinfo, 1);
     Interval *lease = interval_arg(fcinfo, 2, "lease");
     ck::spi_connect();
-    claim_once(queue, batch, lease);
+    claim_once(queue, batch, lease, ck::Snap::Caller);
     Datum result = ck::return_result_rows(fcinfo);
     ck::spi_finish();
     return result;
@@ -146,7 +146,8 @@ CK_FUNCTION(ck_claim_wait)
 
     ck::spi_connect();
     long sleep_ms = 10;
-    while (claim_once(queue, batch, lease) == 0) {
+    // Each check needs a new snapshot to see jobs committed while we wait.
+    while (claim_once(queue, batch, lease, ck::Snap::Fresh) == 0) {
         TimestampTz now = GetCurrentTimestamp();
         if (now >= deadline)
             break;

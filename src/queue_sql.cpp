@@ -36,7 +36,7 @@ QueueRow read_queue_row(Oid relid)
     });
     Datum values[1] = {ObjectIdGetDatum(relid)};
     QueueRow row{};
-    if (execute_plan(p.plan, values, nullptr, true) == 0)
+    if (execute_plan(p.plan, values, nullptr, Snap::ReadOnly) == 0)
         return row;
     bool isnull;
     row.found = true;
@@ -54,6 +54,9 @@ struct Statement {
     int cursor_options;
 };
 
+// Acknowledgements compare the token with IS NOT DISTINCT FROM (the token is never NULL
+// here): "lease_token = $2" would let the planner prove lease_token IS NOT NULL and pick
+// the small partial index of leased jobs over the primary key, scanning every leased job.
 Statement statement_for(StatementKind kind, const std::string &q, const std::string &dead)
 {
     const std::string now = "pg_catalog.now()";
@@ -80,9 +83,9 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 "'lease expired on the last attempt' FROM buried AS b",
                 {INT4OID}, 1, CURSOR_OPT_FAST_PLAN};
     case StatementKind::Complete:
-        return {"DELETE FROM " + q + " WHERE id = $1 AND lease_token = $2", {INT8OID, INT8OID}, 2, 0};
+        return {"DELETE FROM " + q + " WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2", {INT8OID, INT8OID}, 2, 0};
     case StatementKind::FailLock:
-        return {"SELECT attempts FROM " + q + " WHERE id = $1 AND lease_token = $2 FOR UPDATE",
+        return {"SELECT attempts FROM " + q + " WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2 FOR UPDATE",
                 {INT8OID, INT8OID}, 2, 0};
     case StatementKind::FailRetry:
         return {"UPDATE " + q + " SET lease_token = NULL, run_at = " + now + " + $2, last_error = $3 "
@@ -94,7 +97,7 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, $2 FROM buried AS b",
                 {INT8OID, TEXTOID}, 2, 0};
     case StatementKind::ExtendLease:
-        return {"UPDATE " + q + " SET run_at = " + now + " + $3 WHERE id = $1 AND lease_token = $2 "
+        return {"UPDATE " + q + " SET run_at = " + now + " + $3 WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2 "
                 "RETURNING run_at",
                 {INT8OID, INT8OID, INTERVALOID}, 3, 0};
     case StatementKind::RetryDead:

@@ -12,7 +12,7 @@ CK_FUNCTION(ck_queue_stats)
     Datum values[1] = {ObjectIdGetDatum(queue)};
     ck::spi_connect();
     const ck::Prepared &p = ck::queue_statement(ck::StatementKind::Stats, queue);
-    ck::execute_plan(p.plan, values, nullptr, true);
+    ck::execute_plan(p.plan, values, nullptr, ck::Snap::ReadOnly);
     Datum row = ck::pg_call([&] {
         TupleDesc desc;
         if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)

@@ -1,6 +1,10 @@
 // SPI calls made safe for C++: every one goes through pg_call.
 #include "spi.hpp"
 
+extern "C" {
+#include "utils/snapmgr.h"
+}
+
 #include <stdexcept>
 
 namespace ck {
@@ -32,13 +36,19 @@ SPIPlanPtr prepare_kept(const char *sql, int nargs, Oid *argtypes, int cursor_op
     return plan;
 }
 
-uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only)
+uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls, Snap snap)
 {
     struct Depth {
         Depth() { executing++; }
         ~Depth() { executing--; }
     } depth;
-    int rc = pg_call([&] { return SPI_execute_plan(plan, values, nulls, read_only, 0); });
+    int rc = pg_call([&] {
+        // Taking a snapshot scans the proc array under a shared lock: skip it when the
+        // caller's will do, as it would for the hand-written statement.
+        if (snap == Snap::Caller && ActiveSnapshotSet())
+            return SPI_execute_snapshot(plan, values, nulls, GetActiveSnapshot(), InvalidSnapshot, false, true, 0);
+        return SPI_execute_plan(plan, values, nulls, snap == Snap::ReadOnly, 0);
+    });
     if (rc < 0)
         throw std::runtime_error(SPI_result_code_string(rc));
     return SPI_processed;

@@ -12,8 +12,15 @@ void spi_finish();
 // cursor_options: 0, or CURSOR_OPT_FAST_PLAN for statements that want their first rows fast.
 SPIPlanPtr prepare_kept(const char *sql, int nargs, Oid *argtypes, int cursor_options = 0);
 
+// Which snapshot a statement of ours runs with.
+enum class Snap {
+    Caller,     // a copy of the calling statement's, as if our statement were part of it (no new snapshot)
+    Fresh,      // a new one under READ COMMITTED: to see what committed since the call began
+    ReadOnly,   // the calling statement's, for statements that only read
+};
+
 // Executes a kept plan inside the current SPI connection and returns the row count.
-uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only = false);
+uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls, Snap snap = Snap::Caller);
 
 // Executes one statement text once, with no parameters (DDL).
 void execute_sql(const char *sql);
