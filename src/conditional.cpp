@@ -165,7 +165,9 @@ bool current_value(const Call &call, std::string *value)
 {
     const Prepared &read = prepared(StatementKind::ReadAsText, call);
     Datum values[1] = {call.key};
-    if (ck::execute_plan(read.plan, values, nullptr) == 0)
+    // A fresh snapshot: the UPDATE may have waited for a concurrent change and seen the new
+    // row version; the message must report that version, not the one the call began with.
+    if (ck::execute_plan(read.plan, values, nullptr, ck::Snap::Fresh) == 0)
         return false;
     const char *v = ck::pg_call([] { return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1); });
     *value = v ? v : "NULL";
