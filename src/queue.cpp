@@ -67,19 +67,25 @@ Ack ack_args(FunctionCallInfo fcinfo)
     return {PG_GETARG_OID(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
 }
 
+int claims_since_burial = 0;
+
 // Runs one claim into SPI's result; buries expired jobs on their last attempt when the
 // claim came back short (they are skipped by the claim, so they would otherwise linger).
 uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap)
 {
     const Prepared &claim = ck::queue_statement(StatementKind::Claim, queue);
     Interval effective = lease ? *lease : claim.lease;
-    Datum values[3] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts)};
+    TimestampTz moment = GetCurrentTimestamp();
+    Datum values[4] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
+                       TimestampTzGetDatum(moment)};
     uint64 n = ck::execute_plan(claim.plan, values, nullptr, snap);
-    if (n < static_cast<uint64>(batch)) {
+    // Also every 64th claim: in a queue that never runs short they would wait forever.
+    if (n < static_cast<uint64>(batch) || ++claims_since_burial >= 64) {
+        claims_since_burial = 0;
         SPITupleTable *claimed = SPI_tuptable;
         const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
-        Datum max[1] = {Int32GetDatum(bury.max_attempts)};
-        ck::execute_plan(bury.plan, max, nullptr, snap);
+        Datum args[2] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment)};
+        ck::execute_plan(bury.plan, args, nullptr, snap);
         SPI_tuptable = claimed;   // the claim's rows are what the caller returns
         SPI_processed = n;
     }
@@ -182,7 +188,7 @@ CK_FUNCTION(ck_extend_lease)
     Ack a = ack_args(fcinfo);
     require_arg(fcinfo, 3, "lease");
     Interval *lease = interval_arg(fcinfo, 3, "lease");
-    Datum values[3] = {a.id, a.token, IntervalPGetDatum(lease)};
+    Datum values[4] = {a.id, a.token, IntervalPGetDatum(lease), TimestampTzGetDatum(GetCurrentTimestamp())};
     ck::spi_connect();
     const Prepared &p = ck::queue_statement(StatementKind::ExtendLease, a.queue);
     if (ck::execute_plan(p.plan, values, nullptr) == 0) {
@@ -222,8 +228,8 @@ CK_FUNCTION(ck_fail)
     } else {
         Interval delay = retry_in ? *retry_in : backoff(attempts);
         const Prepared &retry = ck::queue_statement(StatementKind::FailRetry, a.queue);
-        Datum values[3] = {a.id, IntervalPGetDatum(&delay), error};
-        char nulls[3] = {' ', ' ', error_null};
+        Datum values[4] = {a.id, IntervalPGetDatum(&delay), error, TimestampTzGetDatum(GetCurrentTimestamp())};
+        char nulls[4] = {' ', ' ', error_null, ' '};
         ck::execute_plan(retry.plan, values, nulls);
         outcome = "retry";
     }

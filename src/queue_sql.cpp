@@ -54,6 +54,13 @@ struct Statement {
     int cursor_options;
 };
 
+// Leases and retry times count from the moment of the call ($n = the current time, not
+// now(), which is frozen at transaction start: a claim_wait would never see jobs enqueued
+// while it waits, and a lease taken late in a long transaction would start in the past).
+// The claim's plan is kept generic: with LIMIT $1 the planner would otherwise plan every
+// call afresh.
+constexpr int generic_fast = CURSOR_OPT_GENERIC_PLAN | CURSOR_OPT_FAST_PLAN;
+
 // Acknowledgements compare the token with IS NOT DISTINCT FROM (the token is never NULL
 // here): "lease_token = $2" would let the planner prove lease_token IS NOT NULL and pick
 // the small partial index of leased jobs over the primary key, scanning every leased job.
@@ -69,37 +76,37 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         // lease them. run_at becomes the lease end, so an expired lease is ready again.
         // (= ANY(ARRAY(...)) keeps the update on the primary key whatever LIMIT $1 is.)
         return {"UPDATE " + q + " SET lease_token = pg_catalog.nextval('ck.lease_tokens'), "
-                "run_at = " + now + " + $2, attempts = attempts + 1 "
-                "WHERE id = ANY (ARRAY(SELECT id FROM " + q + " WHERE run_at <= " + now + " AND attempts < $3 "
+                "run_at = $4 + $2, attempts = attempts + 1 "
+                "WHERE id = ANY (ARRAY(SELECT id FROM " + q + " WHERE run_at <= $4 AND attempts < $3 "
                 "ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)) "
                 "RETURNING id, lease_token, attempts, payload, run_at",
-                {INT4OID, INTERVALOID, INT4OID}, 3, CURSOR_OPT_FAST_PLAN};
+                {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID}, 4, generic_fast};
     case StatementKind::Bury:
         return {"WITH buried AS (DELETE FROM " + q + " WHERE id = ANY (ARRAY(SELECT id FROM " + q +
-                " WHERE lease_token IS NOT NULL AND run_at <= " + now + " AND attempts >= $1 "
+                " WHERE lease_token IS NOT NULL AND run_at <= $2 AND attempts >= $1 "
                 "ORDER BY run_at LIMIT 100 FOR UPDATE SKIP LOCKED)) RETURNING *) "
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, "
                 "'lease expired on the last attempt' FROM buried AS b",
-                {INT4OID}, 1, CURSOR_OPT_FAST_PLAN};
+                {INT4OID, TIMESTAMPTZOID}, 2, generic_fast};
     case StatementKind::Complete:
         return {"DELETE FROM " + q + " WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2", {INT8OID, INT8OID}, 2, 0};
     case StatementKind::FailLock:
         return {"SELECT attempts FROM " + q + " WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2 FOR UPDATE",
                 {INT8OID, INT8OID}, 2, 0};
     case StatementKind::FailRetry:
-        return {"UPDATE " + q + " SET lease_token = NULL, run_at = " + now + " + $2, last_error = $3 "
+        return {"UPDATE " + q + " SET lease_token = NULL, run_at = $4 + $2, last_error = $3 "
                 "WHERE id = $1",
-                {INT8OID, INTERVALOID, TEXTOID}, 3, 0};
+                {INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID}, 4, 0};
     case StatementKind::FailDead:
         return {"WITH buried AS (DELETE FROM " + q + " WHERE id = $1 RETURNING *) "
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, $2 FROM buried AS b",
                 {INT8OID, TEXTOID}, 2, 0};
     case StatementKind::ExtendLease:
-        return {"UPDATE " + q + " SET run_at = " + now + " + $3 WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2 "
+        return {"UPDATE " + q + " SET run_at = $4 + $3 WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2 "
                 "RETURNING run_at",
-                {INT8OID, INT8OID, INTERVALOID}, 3, 0};
+                {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}, 4, 0};
     case StatementKind::RetryDead:
         return {"WITH revived AS (DELETE FROM " + dead + " WHERE id = $1 RETURNING job) "
                 "INSERT INTO " + q + " SELECT r.* FROM revived, pg_catalog.jsonb_populate_record(NULL::" + q +
