@@ -1,46 +1,147 @@
 #!/usr/bin/env bash
-# `make bench`: pgbench throughput of concurrency_kit calls against the hand-written SQL they replace.
+# `make bench`: pgbench throughput of concurrency_kit calls against the hand-written SQL they replace,
+# then the queue's batch, latency, size and memory figures. Writes everything to results.md.
 set -euo pipefail
+shopt -s inherit_errexit    # a failing pgbench or psql inside $(...) stops the run too
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PGDATABASE=ck_bench PGOPTIONS='-c client_min_messages=warning'
 seconds=${CK_BENCH_SECONDS:-10}
-client_counts=(1 4 8 16)
+backlog=$((seconds * 20000))    # jobs in each queue before a queue run: more than any run can drain
 results=$here/results.md
 
 sql() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+value() { sql -At "$@"; }
+out() { tee -a "$results"; }    # a line (or table row) of the results
 
-# tps SCRIPT CLIENTS SYNC [VAR=VALUE...]: runs the pgbench SCRIPT for $seconds seconds and prints its tps.
-tps() {
-    local script=$1 clients=$2 sync=$3 var
-    local defines=()
-    for var in "${@:4}"; do defines+=(-D "$var"); done
+# pgbench_run SCRIPT CLIENTS SYNC [PGBENCH_OPTION...]: runs the pgbench SCRIPT for $seconds seconds, prints its report.
+pgbench_run() {
+    local script=$1 clients=$2 sync=$3
+    shift 3
     PGOPTIONS="$PGOPTIONS -c synchronous_commit=$sync" pgbench -n -M prepared -T "$seconds" -c "$clients" \
-        -j $((clients < 2 ? clients : 2)) -f "$here/$script" "${defines[@]}" |
-        awk '/^tps = / { print $3 }'
+        -j $((clients < 2 ? clients : 2)) -f "$here/$script" "$@"
 }
 
-# compare BENCH WORKLOAD [VAR=VALUE...]: for each client count and synchronous_commit on/off, measures
-# BENCH_handwritten.sql against BENCH_ck.sql (pgbench variables VAR=VALUE) and adds a row to the table.
-# Each side runs twice for $seconds seconds, in the order hand-written, ck, ck, hand-written, each time after
-# BENCH_setup.sql and a checkpoint, so that drift and leftovers of earlier runs weigh on both sides alike.
+# mean_tps SETUP CLIENTS SYNC [-D VAR=VALUE]... SCRIPT...: runs each pgbench SCRIPT in turn (a script may come
+# more than once), each time after SETUP (with psql variables backlog and script) and a checkpoint, so that
+# leftovers of earlier runs weigh on every script alike. Prints the mean tps of each script, in order of first
+# appearance.
+mean_tps() {
+    local setup=$1 clients=$2 sync=$3 script tps
+    local -a defines=() order=()
+    local -A runs=()
+    shift 3
+    while [[ ${1:-} == -D ]]; do
+        defines+=(-D "$2")
+        shift 2
+    done
+    for script in "$@"; do
+        sql -v backlog="$backlog" -v script="$script" -f "$here/$setup" -c CHECKPOINT >/dev/null
+        tps=$(pgbench_run "$script" "$clients" "$sync" "${defines[@]}" | awk '/^tps = / { print $3 }')
+        [[ -v runs[$script] ]] || order+=("$script")
+        runs[$script]+=" $tps"
+    done
+    for script in "${order[@]}"; do
+        awk -v list="${runs[$script]}" 'BEGIN { n = split(list, a, " "); for (i = 1; i <= n; i++) t += a[i]; printf "%.0f ", t / n }'
+    done
+    echo
+}
+
+# compare BENCH WORKLOAD ORDER [VAR=VALUE...]: for each of $client_counts and synchronous_commit on/off, measures
+# BENCH_handwritten.sql against BENCH_ck.sql (pgbench variables VAR=VALUE), run in ORDER (e.g. "handwritten ck"),
+# after BENCH_setup.sql, and adds a row to the table.
 compare() {
-    local bench=$1 workload=$2 clients sync script
-    local -A runs
-    shift 2
+    local bench=$1 workload=$2 order=$3 clients sync side var means handwritten ck
+    local -a scripts=() defines=()
+    for side in $order; do scripts+=("${bench}_$side.sql"); done
+    for var in "${@:4}"; do defines+=(-D "$var"); done
     for clients in "${client_counts[@]}"; do
         for sync in on off; do
-            runs=([handwritten]="" [ck]="")
-            for script in handwritten ck ck handwritten; do
-                sql -f "$here/${bench}_setup.sql" -c CHECKPOINT
-                runs[$script]+=" $(tps "${bench}_$script.sql" "$clients" "$sync" "$@")"
-            done
-            awk -v w="$workload" -v c="$clients" -v s="$sync" -v h="${runs[handwritten]}" -v k="${runs[ck]}" '
-                function mean(list,   n, i, a, t) { n = split(list, a, " "); for (i = 1; i <= n; i++) t += a[i]; return t / n }
-                BEGIN { printf "| %s | %d | %s | %.0f | %.0f | %.2f |\n", w, c, s, mean(h), mean(k), mean(k) / mean(h) }' |
-                tee -a "$results"
+            means=$(mean_tps "${bench}_setup.sql" "$clients" "$sync" "${defines[@]}" "${scripts[@]}")
+            read -r handwritten ck <<<"$means"
+            awk -v w="$workload" -v c="$clients" -v s="$sync" -v h="$handwritten" -v k="$ck" \
+                'BEGIN { printf "| %s | %d | %s | %d | %d | %.2f |\n", w, c, s, h, k, k / h }' | out
         done
     done
+}
+
+# batches CLIENTS: jobs per second of ck.claim in batches of 1 and of 10 (each job completed on its own).
+batches() {
+    local sync means one ten
+    for sync in on off; do
+        means=$(mean_tps queue_setup.sql "$1" "$sync" queue_ck.sql queue_batch10.sql)
+        read -r one ten <<<"$means"
+        awk -v c="$1" -v s="$sync" -v one="$one" -v ten="$((ten * 10))" \
+            'BEGIN { printf "| %d | %s | %d | %d | %.2f |\n", c, s, one, ten, ten / one }' | out
+    done
+}
+
+# claim_latency BACKLOG: average latency in ms of ck.claim (one client, synchronous_commit off) on a queue kept at
+# BACKLOG jobs (each claimed job is completed and replaced), starting from a freshly filled and vacuumed queue.
+claim_latency() {
+    sql -c "SELECT FROM ck.create_queue('latency') WHERE to_regclass('latency') IS NULL" -c "TRUNCATE latency" \
+        -c "INSERT INTO latency (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, $1) AS g" \
+        -c "VACUUM ANALYZE latency" -c CHECKPOINT >/dev/null
+    pgbench_run queue_latency.sql 1 off -r | awk '/ck\.claim/ { print $1 }'
+}
+
+# size_row MOMENT: a table row with the total size (table, indexes, TOAST) and the index size of queue big.
+size_row() {
+    value -c "SELECT format('| %s | %s | %s |', '$1', pg_size_pretty(pg_total_relation_size('big')),
+                                                   pg_size_pretty(pg_indexes_size('big')))" | out
+}
+
+# autovacuums: how many times autovacuum has processed queue big.
+autovacuums() { value -c "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relid = 'big'::regclass"; }
+# vacuumed_since COUNT: true once autovacuum has processed queue big after its COUNTth pass and left no dead row.
+vacuumed_since() {
+    [[ $(value -c "SELECT autovacuum_count > $1 AND n_dead_tup = 0 FROM pg_stat_user_tables
+                   WHERE relid = 'big'::regclass") == t ]]
+}
+
+# queue_size JOBS: fills queue big with JOBS jobs, drains it with 4 clients claiming 100 at a time, and waits
+# until autovacuum has removed every dead row (a pass that began during the drain leaves the last ones: then
+# the next; at most 3 minutes, with autovacuum_naptime lowered to 1 s meanwhile); a size row at each step.
+queue_size() {
+    local jobs=$1 t0 t1 av0 av1 waited=0 left
+    sql -c "SELECT ck.drop_queue(to_regclass('big')) WHERE to_regclass('big') IS NOT NULL" \
+        -c "SELECT ck.create_queue('big')" >/dev/null
+    size_row "empty"
+    sql -c "INSERT INTO big (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, $jobs) AS g" \
+        -c "ANALYZE big"
+    size_row "full: $jobs jobs"
+    av0=$(autovacuums)
+    t0=$EPOCHREALTIME
+    pgbench -n -M prepared -c 4 -j 2 -t $((jobs / 400 + 100)) -f "$here/queue_drain.sql" >/dev/null
+    t1=$EPOCHREALTIME
+    av1=$(autovacuums)
+    left=$(value -c "SELECT count(*) FROM big")
+    if ((left == 0)); then size_row "drained"; else size_row "drained but for $left jobs"; fi
+    sql -c "ALTER SYSTEM SET autovacuum_naptime = '1s'" -c "SELECT pg_reload_conf()" >/dev/null
+    until vacuumed_since "$av1" || ((waited == 180)); do
+        sleep 1
+        waited=$((waited + 1))
+    done
+    sql -c "ALTER SYSTEM RESET autovacuum_naptime" -c "SELECT pg_reload_conf()" >/dev/null
+    if ((waited < 180)); then
+        size_row "drained, then autovacuumed (passes: $(($(autovacuums) - av1)), ${waited} s later)"
+    else
+        size_row "drained, 180 s later: dead rows left"
+    fi
+    awk -v j="$jobs" -v t0="$t0" -v t1="$t1" -v av=$((av1 - av0)) 'BEGIN {
+        printf "\nDrained in %.0f s (%.0f jobs/s); autovacuum passes over the queue during the drain: %d.\n",
+               t1 - t0, j / (t1 - t0), av }' | out
+}
+
+# backend_memory CALLS: one backend makes CALLS claim + complete calls; a row per memory sample.
+backend_memory() {
+    sql -v calls="$1" -v sample_every=$(($1 / 10)) -f "$here/queue_memory.sql" >/dev/null
+    value -c "SELECT format('| %s | %s | %s |', calls, vmdata_kb, context_bytes) FROM memory_samples ORDER BY calls" | out
+    echo | out
+    value -c "SELECT format('Growth from the first sample to the last: VmData %s kB, memory contexts %s bytes.',
+                            last.vmdata_kb - first.vmdata_kb, last.context_bytes - first.context_bytes)
+              FROM (SELECT * FROM memory_samples ORDER BY calls LIMIT 1) AS first,
+                   (SELECT * FROM memory_samples ORDER BY calls DESC LIMIT 1) AS last" | out
 }
 
 dropdb --if-exists ck_bench
@@ -50,18 +151,102 @@ sql -c "CREATE EXTENSION concurrency_kit"
 cat >"$results" <<EOF
 # concurrency_kit benchmark
 
-$(date -u '+%Y-%m-%d %H:%M UTC'), $(psql -X -At -c 'SHOW server_version'), $(nproc) CPUs; \
-pgbench -M prepared, each cell: 2 runs of ${seconds}s per side
-(order hand-written, ck, ck, hand-written), tps averaged; ratio = ck tps / hand-written tps.
+$(date -u '+%Y-%m-%d %H:%M UTC'), $(psql -X -At -c 'SHOW server_version'), $(nproc) CPUs; pgbench -M prepared, runs of ${seconds}s.
+
+## Throughput against hand-written SQL
+
+Ratio = ck tps / hand-written tps. Stock: each cell is 2 runs per side (order hand-written, ck, ck,
+hand-written), tps averaged. Queue: one job per transaction (claim, then acknowledge in a separate
+statement, each in autocommit), one run per side; before every run the set-up refills the queue it
+uses with $backlog jobs, so that no run inherits anything from another. The hand-written queue is the
+seed \`UPDATE tasks SET status = 'running' ... WHERE id = (SELECT id ... FOR UPDATE SKIP LOCKED)\`
+then \`DELETE\`, with a partial index on (id) WHERE status = 'ready'; \`ck.claim\` also sets a lease
+and a fencing token, and \`ck.complete\` checks the token.
 
 | workload | clients | sync_commit | hand-written tps | ck tps | ratio |
 |---|---:|---|---:|---:|---:|
 EOF
-echo "(each row takes 4 pgbench runs of ${seconds}s)"
+echo "(each stock and lock row takes 4 pgbench runs of ${seconds}s, each queue row 2)"
 cat "$results"
 
-compare stock "one hot row" skus=1
-compare stock "10,000 rows, random sku" skus=10000
+client_counts=(1 4 8 16)
+compare stock "one hot row" "handwritten ck ck handwritten" skus=1
+compare stock "10,000 rows, random sku" "handwritten ck ck handwritten" skus=10000
+client_counts=(1 2 4 8 16)
+compare queue "queue: claim + complete" "handwritten ck"
+client_counts=(1 8)
+compare lock "advisory lock by number, random keys" "handwritten ck ck handwritten" keys=1000000
+compare lock "advisory lock by number, one key" "handwritten ck ck handwritten" keys=1
+compare lock "advisory lock by name, random keys" "handwritten ck_name ck_name handwritten" keys=1000000
+compare lock "advisory lock by name, one key" "handwritten ck_name ck_name handwritten" keys=1
+
+out <<EOF
+
+## Overlap audit
+
+\`ck.find_overlaps\` on 1,000,000 bookings (1,000 rooms x 1,000 hours) with 10 overlapping pairs.
+
+EOF
+sql -f "$here/overlaps_setup.sql" >/dev/null
+value -c "SELECT format('%s pairs found in %s s', count(*),
+                        round(extract(epoch FROM clock_timestamp() - statement_timestamp())::numeric, 2))
+          FROM ck.find_overlaps('big_bookings', 'during', '{room}')" | out
+sql -c "DROP TABLE big_bookings"
+
+out <<EOF
+
+## Queue: claiming in batches
+
+4 clients; jobs per second of \`ck.claim(q, 1)\` against \`ck.claim(q, 10)\`, every job then completed
+in its own statement; one run each, after the same set-up.
+
+| clients | sync_commit | batch 1 jobs/s | batch 10 jobs/s | ratio |
+|---|---|---:|---:|---:|
+EOF
+batches 4
+
+out <<EOF
+
+## Queue: claim latency against backlog
+
+One client, synchronous_commit off, each claimed job completed and replaced by a new one so that
+the backlog keeps its size; average latency of the \`ck.claim\` statement (pgbench -r), from a freshly
+filled and vacuumed queue.
+
+EOF
+small=$(claim_latency 10000)
+large=$(claim_latency 1000000)
+awk -v s="$small" -v l="$large" 'BEGIN {
+    printf "| backlog | claim latency (ms) |\n|---:|---:|\n| 10,000 | %.3f |\n| 1,000,000 | %.3f |\n\n", s, l
+    printf "Ratio 1,000,000 / 10,000: %.2f.\n", l / s }' | out
+
+out <<EOF
+
+## Queue: size after draining a million jobs
+
+Queue \`big\`, autovacuum on with the server's defaults (the queue table's own scale factors are
+0.02); drained by 4 clients, each claiming 100 jobs and completing them in one statement. The last
+row is once autovacuum has removed every dead row (autovacuum_naptime lowered to 1 s once the drain
+is over, not to wait up to a minute for each pass). Total is pg_total_relation_size (table,
+indexes, TOAST), indexes is pg_indexes_size.
+
+| moment | total | indexes |
+|---|---:|---:|
+EOF
+queue_size 1000000
+
+out <<EOF
+
+## Queue: backend memory over a million claims
+
+One backend, a procedure making 1,000,000 \`ck.claim\` + \`ck.complete\` calls and committing every
+100; VmData from /proc/self/status and the sum of pg_backend_memory_contexts.total_bytes, sampled
+after the first 100 calls and then every 100,000.
+
+| calls | VmData kB | memory contexts bytes |
+|---:|---:|---:|
+EOF
+backend_memory 1000000
 
 echo
-echo "table written to $results"
+echo "results written to $results"
