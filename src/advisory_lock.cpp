@@ -3,7 +3,7 @@
 // ck.xact_lock, ck.try_xact_lock, ck.session_lock, ck.session_unlock,
 // ck.session_unlock_all, ck.set_lock_timeout, and the session-lock bookkeeping behind
 // ck.held_locks.
-#include "boundary.hpp"
+#include "args.hpp"
 #include "lock_namespace.hpp"
 #include "spi.hpp"
 
@@ -58,9 +58,7 @@ int timeout_ms(FunctionCallInfo fcinfo, int argno)
 {
     if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
         return -1;
-    Interval *iv = PG_GETARG_INTERVAL_P(argno);
-    double us = static_cast<double>(iv->time) + iv->day * static_cast<double>(USECS_PER_DAY) +
-                iv->month * static_cast<double>(DAYS_PER_MONTH) * USECS_PER_DAY;
+    double us = ck::interval_usecs(PG_GETARG_INTERVAL_P(argno));
     if (us <= 0)
         throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE, "timeout must be positive",
                         "Use ck.try_xact_lock to take a lock only if it is free.");
@@ -175,8 +173,7 @@ CK_FUNCTION(ck_session_locks_held)
 
 CK_FUNCTION(ck_set_lock_timeout)
 {
-    if (PG_ARGISNULL(0))
-        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "timeout must not be NULL");
+    ck::require_arg(fcinfo, 0, "timeout");
     Interval *iv = PG_GETARG_INTERVAL_P(0);
     if (iv->time < 0 || iv->day < 0 || iv->month < 0)
         throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE, "timeout must not be negative");

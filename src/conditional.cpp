@@ -1,6 +1,6 @@
 // Conditional change: one UPDATE ... WHERE <condition> per call (ck.try_decrement,
 // ck.decrement, ck.try_increment, ck.increment, ck.transition, ck.transition_or_raise).
-#include "boundary.hpp"
+#include "args.hpp"
 #include "errcodes.hpp"
 #include "plan_cache.hpp"
 #include "relation.hpp"
@@ -15,6 +15,7 @@ extern "C" {
 namespace {
 
 using ck::ColumnRef;
+using ck::require_arg;
 using ck::Prepared;
 using ck::StatementKind;
 using ck::TableRef;
@@ -31,12 +32,6 @@ struct Call {
     Datum from_value;         // text (transition)
     Datum to_value;           // text (transition)
 };
-
-void require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
-{
-    if (PG_ARGISNULL(argno))
-        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, ck::fmt("%s must not be NULL", what));
-}
 
 const char *optional_name(FunctionCallInfo fcinfo, int argno)
 {

@@ -1,6 +1,6 @@
 // ck.lock_namespace and the per-backend cache of namespace numbers.
 #include "lock_namespace.hpp"
-#include "boundary.hpp"
+#include "args.hpp"
 #include "plan_cache.hpp"
 #include "spi.hpp"
 
@@ -102,8 +102,7 @@ void lock_namespace_init()
 
 CK_FUNCTION(ck_lock_namespace)
 {
-    if (PG_ARGISNULL(0))
-        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "namespace name must not be NULL");
+    ck::require_arg(fcinfo, 0, "namespace name");
     const char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
     PG_RETURN_INT32(ck::lock_namespace_number(name));
 }

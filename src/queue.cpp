@@ -1,7 +1,7 @@
 // Queues with leases: ck.enqueue, ck.claim, ck.claim_wait, ck.complete, ck.fail,
 // ck.extend_lease, ck.retry_dead and ck.purge_dead. Every acknowledgement checks the lease
 // token in its WHERE, so a worker whose lease expired and was re-claimed changes nothing.
-#include "boundary.hpp"
+#include "args.hpp"
 #include "queue.hpp"
 #include "spi.hpp"
 
@@ -18,13 +18,8 @@ extern "C" {
 namespace {
 
 using ck::Prepared;
+using ck::require_arg;
 using ck::StatementKind;
-
-void require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
-{
-    if (PG_ARGISNULL(argno))
-        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, ck::fmt("%s must not be NULL", what));
-}
 
 // An interval argument that must be > 0 (or >= 0 when zero_ok); NULL gives nullptr.
 Interval *interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok = false)
@@ -146,9 +141,7 @@ CK_FUNCTION(ck_claim_wait)
     if (IsolationUsesXactSnapshot())
         throw ck::Error(ERRCODE_ACTIVE_SQL_TRANSACTION, "ck.claim_wait needs READ COMMITTED",
                         "Under REPEATABLE READ or SERIALIZABLE one snapshot would never see new jobs.");
-    int64 wait_us = max_wait->time + (max_wait->day * USECS_PER_DAY) +
-                    static_cast<int64>(max_wait->month) * DAYS_PER_MONTH * USECS_PER_DAY;
-    TimestampTz deadline = GetCurrentTimestamp() + wait_us;
+    TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(ck::interval_usecs(max_wait));
 
     ck::spi_connect();
     long sleep_ms = 10;

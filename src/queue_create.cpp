@@ -1,7 +1,7 @@
 // ck.create_queue and ck.drop_queue: a queue is an ordinary table plus its dead-letter
 // table and its row in ck.queues. Also the trigger that drops cached plans when a row of
 // ck.queues changes.
-#include "boundary.hpp"
+#include "args.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -57,8 +57,7 @@ CK_FUNCTION(ck_create_queue)
 {
     static const char *const arg_names[] = {"queue", "lease", "max_attempts", "notify"};
     for (int i = 0; i < 4; i++)
-        if (PG_ARGISNULL(i))
-            throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, ck::fmt("%s must not be NULL", arg_names[i]));
+        ck::require_arg(fcinfo, i, arg_names[i]);
     const char *queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
     Datum lease = PG_GETARG_DATUM(1);
     int32 max_attempts = PG_GETARG_INT32(2);

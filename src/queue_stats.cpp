@@ -1,13 +1,12 @@
 // ck.queue_stats: counts for dashboards, from index ranges that stay small (see the Stats
 // statement in queue_sql.cpp for what is exact and what is estimated).
-#include "boundary.hpp"
+#include "args.hpp"
 #include "queue.hpp"
 #include "spi.hpp"
 
 CK_FUNCTION(ck_queue_stats)
 {
-    if (PG_ARGISNULL(0))
-        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "queue must not be NULL");
+    ck::require_arg(fcinfo, 0, "queue");
     Oid queue = PG_GETARG_OID(0);
     Datum values[1] = {ObjectIdGetDatum(queue)};
     ck::spi_connect();

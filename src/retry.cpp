@@ -3,7 +3,7 @@
 // deadlocks (and lock timeouts when asked) with capped, fully jittered exponential backoff.
 // A retry needs a new transaction, not a subtransaction: under REPEATABLE READ and
 // SERIALIZABLE a subtransaction keeps the old snapshot and fails again.
-#include "boundary.hpp"
+#include "args.hpp"
 
 extern "C" {
 #include "common/pg_prng.h"
@@ -107,6 +107,19 @@ void roll_back(MemoryContext cxt, ResourceOwner owner)
     });
 }
 
+// The function's one result row (its OUT parameters), none of them NULL.
+Datum result_row(FunctionCallInfo fcinfo, Datum *values)
+{
+    return ck::pg_call([&] {
+        TupleDesc desc;
+        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+            elog(ERROR, "return type must be a row type");
+        desc = BlessTupleDesc(desc);
+        bool *nulls = (bool *) palloc0(desc->natts * sizeof(bool));
+        return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+    });
+}
+
 } // namespace
 
 // CALL ck.retry(sql text, isolation text, max_attempts int, retry_lock_timeout boolean,
@@ -120,8 +133,7 @@ CK_FUNCTION(ck_retry)
                         "CALL it on its own, outside BEGIN ... COMMIT and not from a function.");
     static const char *const arg_names[] = {"sql", "isolation", "max_attempts", "retry_lock_timeout"};
     for (int i = 0; i < 4; i++)
-        if (PG_ARGISNULL(i))
-            throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, ck::fmt("%s must not be NULL", arg_names[i]));
+        ck::require_arg(fcinfo, i, arg_names[i]);
     const char *sql_arg = text_to_cstring(PG_GETARG_TEXT_PP(0));
     const char *isolation_arg = text_to_cstring(PG_GETARG_TEXT_PP(1));
     int32 max_attempts = PG_GETARG_INT32(2);
@@ -175,15 +187,8 @@ CK_FUNCTION(ck_retry)
     ck::pg_call([] { SPI_finish(); });
 
     // The INOUT attempts parameter.
-    return ck::pg_call([&] {
-        TupleDesc desc;
-        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
-            elog(ERROR, "return type must be a row type");
-        desc = BlessTupleDesc(desc);
-        Datum values[1] = {Int32GetDatum(n)};
-        bool nulls[1] = {false};
-        return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
-    });
+    Datum values[1] = {Int32GetDatum(n)};
+    return result_row(fcinfo, values);
 }
 
 CK_FUNCTION(ck_current_attempt)
@@ -193,14 +198,7 @@ CK_FUNCTION(ck_current_attempt)
 
 CK_FUNCTION(ck_retry_stats)
 {
-    return ck::pg_call([&] {
-        TupleDesc desc;
-        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
-            elog(ERROR, "return type must be a row type");
-        desc = BlessTupleDesc(desc);
-        Datum values[4] = {Int64GetDatum(counters.calls), Int64GetDatum(counters.attempts),
-                           Int64GetDatum(counters.retries), Int64GetDatum(counters.exhausted)};
-        bool nulls[4] = {false, false, false, false};
-        return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
-    });
+    Datum values[4] = {Int64GetDatum(counters.calls), Int64GetDatum(counters.attempts),
+                       Int64GetDatum(counters.retries), Int64GetDatum(counters.exhausted)};
+    return result_row(fcinfo, values);
 }

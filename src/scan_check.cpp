@@ -1,7 +1,7 @@
 // ck.scan_check: EXPLAINs one statement (never runs it) and names each sequential scan.
 // Under SERIALIZABLE a seq scan takes a predicate lock on the whole table, so any
 // concurrent write to that table can fail this transaction with 40001.
-#include "boundary.hpp"
+#include "args.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -36,8 +36,7 @@ void require_one_dml(const char *query)
 
 CK_FUNCTION(ck_scan_check)
 {
-    if (PG_ARGISNULL(0))
-        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "query must not be NULL");
+    ck::require_arg(fcinfo, 0, "query");
     const char *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
     require_one_dml(query);
 
