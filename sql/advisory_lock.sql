@@ -58,3 +58,21 @@ SELECT ck.set_lock_timeout('1 second');   -- outside a transaction block
 BEGIN;
 SELECT test.outcome($$SELECT ck.set_lock_timeout('-1 second')$$);
 ROLLBACK;
+
+-- the lock calls carry no SET clause, so they must not depend on the caller's search_path:
+-- a schema ahead of pg_catalog with its own text = text and its own lock_namespaces table
+-- changes nothing (a new name is registered, an existing one found, both in ck's table)
+CREATE SCHEMA hostile;
+CREATE FUNCTION hostile.eq(a text, b text) RETURNS boolean LANGUAGE plpgsql
+AS $$ BEGIN RAISE EXCEPTION 'hostile = called'; END $$;
+CREATE OPERATOR hostile.= (LEFTARG = text, RIGHTARG = text, FUNCTION = hostile.eq);
+CREATE TABLE hostile.lock_namespaces (id int, name text);
+INSERT INTO hostile.lock_namespaces VALUES (-1, 'registered-before');
+INSERT INTO ck.lock_namespaces (name) VALUES ('registered-before');
+SET search_path = hostile, pg_catalog;
+SELECT ck.lock_namespace('registered-before') = (SELECT id FROM ck.lock_namespaces n
+                                                 WHERE n.name OPERATOR(pg_catalog.=) 'registered-before') AS found_in_ck;
+SELECT ck.try_xact_lock('registered-under-hostile-path', 1) AS took_lock;
+RESET search_path;
+SELECT count(*) AS registered_in_ck FROM ck.lock_namespaces WHERE name = 'registered-under-hostile-path';
+DROP SCHEMA hostile CASCADE;

@@ -37,6 +37,20 @@ SELECT ck.complete('jobs', id, lease_token) AS complete FROM second;
 SELECT ck.complete('jobs', id, lease_token) AS complete_twice FROM second;
 SELECT count(*) AS jobs_left FROM jobs;
 
+-- complete_many: a batch acknowledged in one statement; a pair whose token is not current
+-- is left alone, and the ids returned are exactly the jobs done
+INSERT INTO jobs (payload) SELECT jsonb_build_object('n', g) FROM generate_series(6, 8) AS g;
+CREATE TEMP TABLE batch AS SELECT * FROM ck.claim('jobs', 3);
+SELECT b.payload AS done FROM ck.complete_many('jobs',
+    ARRAY(SELECT id FROM batch ORDER BY id),
+    ARRAY(SELECT CASE WHEN payload->>'n' = '7' THEN lease_token + 1 ELSE lease_token END FROM batch ORDER BY id)
+) AS c(id) JOIN batch AS b USING (id) ORDER BY b.payload->>'n';
+SELECT payload AS still_leased, lease_token = (SELECT lease_token FROM batch WHERE payload->>'n' = '7') AS same_token
+FROM jobs;
+SELECT count(*) AS done_again FROM ck.complete_many('jobs', ARRAY(SELECT id FROM batch), ARRAY(SELECT lease_token FROM batch));
+SELECT count(*) AS empty_batch FROM ck.complete_many('jobs', '{}', '{}');
+TRUNCATE jobs;
+
 -- failures: retry after retry_in (not claimable before), then dead letters at max_attempts
 SELECT ck.enqueue('jobs', '{"n": 6}') AS job6 \gset
 CREATE TEMP TABLE try1 AS SELECT * FROM ck.claim('jobs');
@@ -134,6 +148,14 @@ SELECT statement, test.outcome(statement) FROM (VALUES
     ($s$SELECT ck.enqueue('not_a_queue')$s$),
     ($s$SELECT ck.complete('jobs', NULL, 1)$s$),
     ($s$SELECT ck.complete('jobs', 1, NULL)$s$),
+    ($s$SELECT * FROM ck.complete_many('jobs', NULL, '{1}')$s$),
+    ($s$SELECT * FROM ck.complete_many('jobs', '{1}', NULL)$s$),
+    ($s$SELECT * FROM ck.complete_many('jobs', '{1,2}', '{1}')$s$),
+    ($s$SELECT * FROM ck.complete_many('jobs', '{1,NULL}', '{1,2}')$s$),
+    ($s$SELECT * FROM ck.complete_many('jobs', '{{1,2},{3,4}}', '{{1,2},{3,4}}')$s$),
+    ($s$SELECT * FROM ck.complete_many('jobs', ARRAY(SELECT generate_series(1, 10001)::bigint),
+                                       ARRAY(SELECT generate_series(1, 10001)::bigint))$s$),
+    ($s$SELECT * FROM ck.complete_many('not_a_queue', '{1}', '{1}')$s$),
     ($s$SELECT ck.fail('jobs', 1, 1, 'x', '-1 second')$s$),
     ($s$SELECT ck.extend_lease('jobs', 1, 1, '0 seconds')$s$),
     ($s$SELECT ck.extend_lease('jobs', 1, 1, NULL)$s$),

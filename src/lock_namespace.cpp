@@ -39,11 +39,12 @@ void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
 const Prepared &statement(StatementKind kind)
 {
     PlanKey key(kind, InvalidOid, InvalidOid, "", nullptr);
+    // Every name is schema-qualified: these functions run with the caller's search_path.
     return prepare_once(key, [&] {
         Prepared p;
         Oid types[1] = {TEXTOID};
         const char *sql = kind == StatementKind::NamespaceLookup
-            ? "SELECT id FROM ck.lock_namespaces WHERE name = $1"
+            ? "SELECT id FROM ck.lock_namespaces WHERE name OPERATOR(pg_catalog.=) $1"
             : "INSERT INTO ck.lock_namespaces (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id";
         p.plan = pg_call([&] { return prepare_kept(sql, 1, types); });
         return p;

@@ -19,6 +19,7 @@ enum class StatementKind : uint8_t {
     Claim,
     Bury,            // expired jobs on their last attempt -> dead letters
     Complete,
+    CompleteMany,
     FailLock,
     FailRetry,
     FailDead,

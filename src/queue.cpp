@@ -1,4 +1,4 @@
-// Queues with leases: ck.enqueue, ck.claim, ck.claim_wait, ck.complete, ck.fail,
+// Queues with leases: ck.enqueue, ck.claim, ck.claim_wait, ck.complete, ck.complete_many, ck.fail,
 // ck.extend_lease, ck.retry_dead and ck.purge_dead. Every acknowledgement checks the lease
 // token in its WHERE, so a worker whose lease expired and was re-claimed changes nothing.
 #include "args.hpp"
@@ -7,6 +7,7 @@
 
 extern "C" {
 #include "common/pg_prng.h"
+#include "utils/array.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/timestamp.h"
@@ -174,6 +175,50 @@ CK_FUNCTION(ck_complete)
     bool done = ck::execute_plan(p.plan, values, nullptr) == 1;
     ck::spi_finish();
     PG_RETURN_BOOL(done);
+}
+
+// The length of a bigint[] argument of complete_many, which must be one-dimensional (or
+// empty), without NULLs, and no longer than a claim's largest batch.
+int array_length_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+    require_arg(fcinfo, argno, what);
+    struct Shape {
+        int ndim;
+        int length;
+        bool has_nulls;
+    };
+    Shape shape = ck::pg_call([&] {
+        ArrayType *a = PG_GETARG_ARRAYTYPE_P(argno);
+        return Shape{ARR_NDIM(a), ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a)), array_contains_nulls(a)};
+    });
+    if (shape.ndim > 1)
+        throw ck::Error(ERRCODE_ARRAY_SUBSCRIPT_ERROR, ck::fmt("%s must be a one-dimensional array", what));
+    if (shape.has_nulls)
+        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, ck::fmt("%s must not contain NULL", what));
+    if (shape.length > ck::max_claim_batch)
+        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE,
+                        ck::fmt("%s has %d elements, more than %d", what, shape.length, ck::max_claim_batch),
+                        "", "Complete the jobs of one claim at a time.");
+    return shape.length;
+}
+
+// ck.complete_many(queue, ids, lease_tokens): the ids whose pair still held the lease.
+CK_FUNCTION(ck_complete_many)
+{
+    require_arg(fcinfo, 0, "queue");
+    int ids = array_length_arg(fcinfo, 1, "ids");
+    int tokens = array_length_arg(fcinfo, 2, "lease_tokens");
+    if (ids != tokens)
+        throw ck::Error(ERRCODE_ARRAY_SUBSCRIPT_ERROR,
+                        ck::fmt("ids has %d elements but lease_tokens has %d", ids, tokens),
+                        "", "Pass each job's id and the lease token its claim returned, in the same order.");
+    Datum values[2] = {PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
+    ck::spi_connect();
+    const Prepared &p = ck::queue_statement(StatementKind::CompleteMany, PG_GETARG_OID(0));
+    ck::execute_plan(p.plan, values, nullptr);
+    Datum result = ck::return_result_rows(fcinfo);
+    ck::spi_finish();
+    return result;
 }
 
 CK_FUNCTION(ck_extend_lease)

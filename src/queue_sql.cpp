@@ -91,6 +91,11 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 {INT4OID, TIMESTAMPTZOID}, 2, generic_fast};
     case StatementKind::Complete:
         return {"DELETE FROM " + q + " WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2", {INT8OID, INT8OID}, 2, 0};
+    case StatementKind::CompleteMany:
+        // Pairs matched on the primary key; a pair whose token is stale matches nothing.
+        return {"DELETE FROM " + q + " AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS a(id, lease_token) "
+                "WHERE j.id = a.id AND j.lease_token IS NOT DISTINCT FROM a.lease_token RETURNING j.id",
+                {INT8ARRAYOID, INT8ARRAYOID}, 2, 0};
     case StatementKind::FailLock:
         return {"SELECT attempts FROM " + q + " WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2 FOR UPDATE",
                 {INT8OID, INT8OID}, 2, 0};

@@ -84,9 +84,15 @@ ReturnSetInfo *begin_result_set(FunctionCallInfo fcinfo)
     if (rsinfo == nullptr || !IsA(rsinfo, ReturnSetInfo) || (rsinfo->allowedModes & SFRM_Materialize) == 0)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         errmsg("set-valued function called in context that cannot accept a set")));
-    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
-        elog(ERROR, "return type must be a row type");
+    Oid scalar_type;
+    TypeFuncClass kind = get_call_result_type(fcinfo, &scalar_type, &desc);
     MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+    if (kind == TYPEFUNC_SCALAR) {   // SETOF a scalar: rows of one column
+        desc = CreateTemplateTupleDesc(1);
+        TupleDescInitEntry(desc, 1, "value", scalar_type, -1, 0);
+    } else if (kind != TYPEFUNC_COMPOSITE) {
+        elog(ERROR, "return type must be a row type or a scalar");
+    }
     rsinfo->returnMode = SFRM_Materialize;
     rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
     rsinfo->setDesc = CreateTupleDescCopy(desc);

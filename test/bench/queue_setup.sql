@@ -10,13 +10,14 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_ready ON tasks (id) WHERE status = 'ready';
 SELECT FROM ck.create_queue('jobs') WHERE to_regclass('jobs') IS NULL;
--- Only the queue that :script (the pgbench script about to run) uses is refilled.
-SELECT :'script' LIKE '%handwritten%' AS handwritten \gset
-\if :handwritten
+-- Only the queues that :script (the pgbench scripts about to run) use are refilled.
+SELECT :'script' LIKE '%handwritten%' AS tasks, :'script' ~ 'queue_(ck|batch)' AS jobs \gset
+\if :tasks
 TRUNCATE tasks;
 INSERT INTO tasks (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, :backlog) AS g;
 VACUUM ANALYZE tasks;
-\else
+\endif
+\if :jobs
 TRUNCATE jobs;
 INSERT INTO jobs (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, :backlog) AS g;
 VACUUM ANALYZE jobs;
