@@ -100,6 +100,25 @@ SELECT seq_scan - :seq_before AS seq_scans, idx_scan > :idx_before AS used_index
 WHERE relid = 'jobs'::regclass;
 ROLLBACK;
 
+-- a claim planned while its queue was empty is planned again once the queue has grown
+-- (checked every 64th claim): no waiting for autovacuum's ANALYZE with a plan that scans
+-- the whole table on every claim (a fresh backend, so the count of claims starts at 0)
+\c
+SELECT ck.create_queue('grows') IS NOT NULL AS created;
+ALTER TABLE grows SET (autovacuum_enabled = false);
+SELECT count(*) AS planned_empty FROM ck.claim('grows');
+INSERT INTO grows (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 20000) g;
+BEGIN;
+SELECT count(*) AS claims FROM generate_series(1, 10) AS g, ck.claim('grows', 1 + 0 * g);
+SELECT seq_scan > 0 AS empty_plan_scans_table FROM pg_stat_xact_user_tables WHERE relid = 'grows'::regclass;
+SELECT count(*) AS claims FROM generate_series(1, 54) AS g, ck.claim('grows', 1 + 0 * g);
+SELECT seq_scan AS seq_before FROM pg_stat_xact_user_tables WHERE relid = 'grows'::regclass \gset
+SELECT count(*) AS claims FROM generate_series(1, 20) AS g, ck.claim('grows', 1 + 0 * g);
+SELECT seq_scan - :seq_before AS seq_scans_after_replanning FROM pg_stat_xact_user_tables
+WHERE relid = 'grows'::regclass;
+COMMIT;
+SELECT ck.drop_queue('grows');
+
 -- claim_wait: returns at once when jobs are there, after max_wait when none are
 SELECT count(*) FROM ck.claim_wait('jobs', 3, '1 minute', '5 seconds');
 DELETE FROM jobs;

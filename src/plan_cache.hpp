@@ -53,6 +53,7 @@ struct Prepared {
     // queue statements: the queue's settings from ck.queues
     int32 max_attempts = 0;
     Interval lease{};
+    BlockNumber planned_blocks = 0;   // the claim: the queue's size when it was planned
 };
 
 // The valid entry for key, or nullptr. At nesting depth 0 it first frees plans that

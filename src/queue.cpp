@@ -7,8 +7,9 @@
 
 extern "C" {
 #include "common/pg_prng.h"
-#include "utils/array.h"
 #include "pgstat.h"
+#include "utils/array.h"
+#include "utils/inval.h"
 #include "storage/latch.h"
 #include "utils/timestamp.h"
 }
@@ -65,6 +66,17 @@ Ack ack_args(FunctionCallInfo fcinfo)
 
 int claims_since_burial = 0;
 
+// The claim's plan is generic and kept; made while the queue was nearly empty, it sorts a
+// scan of the whole table, which a big queue cannot afford until autovacuum's next ANALYZE
+// (a minute or more). A queue four times the size it was planned at is planned again: the
+// planner then sees the real size, and the plans of other backends follow at commit.
+void replan_if_grown(Oid queue, const Prepared &claim)
+{
+    BlockNumber now = ck::table_blocks(queue);
+    if (now > 4 * claim.planned_blocks + 16)
+        ck::pg_call([&] { CacheInvalidateRelcacheByRelid(queue); });
+}
+
 // Runs one claim into SPI's result; buries expired jobs on their last attempt when the
 // claim came back short (they are skipped by the claim, so they would otherwise linger).
 uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap)
@@ -78,6 +90,7 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap)
     // Also every 64th claim: in a queue that never runs short they would wait forever.
     if (n < static_cast<uint64>(batch) || ++claims_since_burial >= 64) {
         claims_since_burial = 0;
+        replan_if_grown(queue, claim);
         SPITupleTable *claimed = SPI_tuptable;
         const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
         Datum args[2] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment)};

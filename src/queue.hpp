@@ -13,4 +13,7 @@ constexpr int32 max_claim_batch = 10000;
 // when relid is not a table registered by ck.create_queue.
 const Prepared &queue_statement(StatementKind kind, Oid relid);
 
+// The number of pages of table relid now.
+BlockNumber table_blocks(Oid relid);
+
 } // namespace ck

@@ -6,6 +6,8 @@
 #include "spi.hpp"
 
 extern "C" {
+#include "access/table.h"
+#include "storage/bufmgr.h"
 #include "utils/timestamp.h"
 }
 
@@ -166,6 +168,16 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
 
 } // namespace
 
+BlockNumber table_blocks(Oid relid)
+{
+    return pg_call([&] {
+        Relation rel = table_open(relid, AccessShareLock);
+        BlockNumber blocks = RelationGetNumberOfBlocks(rel);
+        table_close(rel, AccessShareLock);
+        return blocks;
+    });
+}
+
 const Prepared &queue_statement(StatementKind kind, Oid relid)
 {
     PlanKey key(kind, relid, InvalidOid, "", nullptr);
@@ -190,6 +202,8 @@ const Prepared &queue_statement(StatementKind kind, Oid relid)
         p.qualified = table.qualified;
         p.max_attempts = row.max_attempts;
         p.lease = row.lease;
+        if (kind == StatementKind::Claim)
+            p.planned_blocks = table_blocks(relid);
         return p;
     });
 }
