@@ -8,9 +8,9 @@
 extern "C" {
 #include "common/pg_prng.h"
 #include "pgstat.h"
+#include "storage/latch.h"
 #include "utils/array.h"
 #include "utils/inval.h"
-#include "storage/latch.h"
 #include "utils/timestamp.h"
 }
 
@@ -66,9 +66,9 @@ Ack ack_args(FunctionCallInfo fcinfo)
 
 int claims_since_burial = 0;
 
-// The claim's plan is generic and kept; made while the queue was nearly empty, it sorts a
-// scan of the whole table, which a big queue cannot afford until autovacuum's next ANALYZE
-// (a minute or more). A queue four times the size it was planned at is planned again: the
+// The claim's plan is generic and kept; made while the queue was nearly empty, it finds the
+// claimed rows by scanning the whole table, which a big queue cannot afford until
+// autovacuum's next ANALYZE (a minute or more). A queue four times the size it was planned at is planned again: the
 // planner then sees the real size, and the plans of other backends follow at commit.
 void replan_if_grown(Oid queue, const Prepared &claim)
 {
