@@ -3,6 +3,7 @@
 #include "args.hpp"
 #include "errcodes.hpp"
 #include "plan_cache.hpp"
+#include "qualify.hpp"
 #include "relation.hpp"
 #include "spi.hpp"
 
@@ -80,6 +81,8 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         ColumnRef column;
         ColumnRef key;
         const char *key_param;
+        const char *key_eq;       // the key type's own equality operator
+        const char *column_eq;    // the column type's (transition)
     } r;
     AclMode mode = key.kind == StatementKind::ReadAsText ? ACL_SELECT : ACL_UPDATE;
     ck::pg_call([&] {
@@ -87,6 +90,8 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         r.column = ck::column_ref(r.table, call.column);
         r.key = ck::key_column_ref(r.table, call.key_column);
         r.key_param = ck::key_param_sql(r.key, call.key_type, 1);
+        r.key_eq = ck::equality_operator_sql(r.key.type);
+        r.column_eq = key.kind == StatementKind::Transition ? ck::equality_operator_sql(r.column.type) : nullptr;
     });
     bool counter = key.kind == StatementKind::Decrement || key.kind == StatementKind::Increment;
     if (counter && !is_counter_type(r.column.base_type))
@@ -95,33 +100,35 @@ Prepared build(const ck::PlanKey &key, const Call &call)
                                 r.column.name, r.table.qualified, r.column.type_display),
                         "A counter column must be smallint, integer, bigint or numeric.");
 
-    std::string set_where = std::string("UPDATE ") + r.table.sql + " SET " + r.column.sql + " = ";
-    std::string where = std::string(" WHERE ") + r.key.sql + " = " + r.key_param;
+    // Operators are schema-qualified (see qualify.hpp): the caller's search_path reaches none.
+    std::string col = r.column.sql;
+    std::string set_where = "UPDATE " + std::string(r.table.sql) + " SET " + col + " = ";
+    std::string where = std::string(" WHERE ") + r.key.sql + " " + r.key_eq + " " + r.key_param;
+    std::string returning = " RETURNING " + col + "::pg_catalog.numeric";
     std::string sql;
     Oid types[3] = {call.key_type, INT8OID, NUMERICOID};
     int nargs = 2;
     switch (key.kind) {
     case StatementKind::Decrement:
         // $2 is the amount; the condition lives in the same statement as the change.
-        sql = set_where + r.column.sql + " - $2" + where + " AND " + r.column.sql + " >= $2" +
-              " RETURNING " + r.column.sql + "::pg_catalog.numeric";
+        sql = set_where + col + CK_OP("-") "$2" + where + " AND " + col + CK_OP(">=") "$2" + returning;
         break;
     case StatementKind::Increment:
         // $3 is the upper bound; compared as bound - amount so the test cannot overflow.
-        sql = set_where + r.column.sql + " + $2" + where + " AND " + r.column.sql + " <= $3 - $2" +
-              " RETURNING " + r.column.sql + "::pg_catalog.numeric";
+        sql = set_where + col + CK_OP("+") "$2" + where + " AND " + col + CK_OP("<=") "($3" CK_OP("-") "$2)" +
+              returning;
         nargs = 3;
         break;
     case StatementKind::Transition:
         // $2 is the new state and $3 the one the row must be in, both as text.
-        sql = set_where + "$2::" + r.column.type_sql + where + " AND " + r.column.sql + " = $3::" +
+        sql = set_where + "$2::" + r.column.type_sql + where + " AND " + col + " " + r.column_eq + " $3::" +
               r.column.type_sql;
         types[1] = TEXTOID;
         types[2] = TEXTOID;
         nargs = 3;
         break;
     case StatementKind::ReadAsText:
-        sql = std::string("SELECT ") + r.column.sql + "::pg_catalog.text FROM " + r.table.sql + where;
+        sql = "SELECT " + col + "::pg_catalog.text FROM " + r.table.sql + where;
         nargs = 1;
         break;
     default:

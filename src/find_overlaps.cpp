@@ -42,15 +42,15 @@ constexpr long fetch_rows = 10000;
 
 int find_overlap_pairs(const OverlapTarget &t, int max_pairs, OverlapPair *pairs)
 {
-    std::string keys, key_text = "NULL::text";
+    std::string keys, key_text = "NULL::pg_catalog.text";
     for (int i = 0; i < t.nkeys; i++) {
         keys += std::string(i ? ", " : "") + t.keys[i].sql;
     }
     if (t.nkeys > 0)
-        key_text = "ROW(" + keys + ")::text";
+        key_text = "ROW(" + keys + ")::pg_catalog.text";
     std::string group = t.nkeys > 0 ? "pg_catalog.dense_rank() OVER (ORDER BY " + keys + ")" : "1::bigint";
     std::string sql = std::string("SELECT ctid, ") + group + " AS g, " + key_text + ", " + t.range.sql + ", " +
-                      t.range.sql + "::text FROM " + t.table.sql + " WHERE " + t.range.sql +
+                      t.range.sql + "::pg_catalog.text FROM " + t.table.sql + " WHERE " + t.range.sql +
                       " IS NOT NULL AND NOT pg_catalog.isempty(" + t.range.sql + ") ORDER BY g, pg_catalog.lower(" +
                       t.range.sql + ") NULLS FIRST";
 

@@ -2,6 +2,7 @@
 // rule about absent rows, which no lock can protect: an exclusion constraint can.
 #include "boundary.hpp"
 #include "overlap_guard.hpp"
+#include "qualify.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -127,9 +128,11 @@ std::string overlap_guard_ddl(const OverlapTarget &t, const char *constraint_nam
         ddl += std::string("\n    ALTER COLUMN ") + t.range.sql + " SET NOT NULL,";
     ddl += std::string("\n    ADD CONSTRAINT ") + check_sql + " CHECK (NOT pg_catalog.isempty(" + t.range.sql + ")),";
     ddl += std::string("\n    ADD CONSTRAINT ") + constraint_sql + " EXCLUDE USING gist (";
+    // Operators schema-qualified: the DDL means the same whatever search_path runs it.
     for (int i = 0; i < t.nkeys; i++)
-        ddl += std::string(t.keys[i].sql) + " WITH =, ";
-    ddl += std::string(t.range.sql) + " WITH &&);\n";
+        ddl += std::string(t.keys[i].sql) + " WITH " + pg_call([&] { return equality_operator_sql(t.keys[i].type); }) +
+               ", ";
+    ddl += std::string(t.range.sql) + " WITH OPERATOR(pg_catalog.&&));\n";
     return ddl;
 }
 

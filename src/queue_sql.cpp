@@ -1,6 +1,7 @@
 // The SQL of every queue statement, built once per backend and queue from the queue's row
 // in ck.queues. Identifiers are quoted; values are parameters.
 #include "boundary.hpp"
+#include "qualify.hpp"
 #include "queue.hpp"
 #include "relation.hpp"
 #include "spi.hpp"
@@ -31,7 +32,7 @@ QueueRow read_queue_row(Oid relid)
         Prepared config;
         Oid types[1] = {REGCLASSOID};
         config.plan = pg_call([&] {
-            return prepare_kept("SELECT dead_letters, lease, max_attempts FROM ck.queues WHERE queue = $1",
+            return prepare_kept("SELECT dead_letters, lease, max_attempts FROM ck.queues WHERE queue OPERATOR(pg_catalog.=) $1",
                                 1, types);
         });
         return config;
@@ -63,12 +64,16 @@ struct Statement {
 // call afresh.
 constexpr int generic_fast = CURSOR_OPT_GENERIC_PLAN | CURSOR_OPT_FAST_PLAN;
 
-// Acknowledgements compare the token with IS NOT DISTINCT FROM (the token is never NULL
-// here): "lease_token = $2" would let the planner prove lease_token IS NOT NULL and pick
-// the small partial index of leased jobs over the primary key, scanning every leased job.
+// Acknowledgements test the token with "(lease_token = $2) IS TRUE": a bare
+// "lease_token = $2" would let the planner prove lease_token IS NOT NULL and pick the small
+// partial index of leased jobs over the primary key, scanning every leased job.
+// Every operator is schema-qualified (CK_OP, see qualify.hpp), and so is every function and
+// type: the statements run with the caller's search_path.
+#define EQ CK_OP("=")
 Statement statement_for(StatementKind kind, const std::string &q, const std::string &dead)
 {
     const std::string now = "pg_catalog.now()";
+    const std::string token_is = "(lease_token" EQ "$2) IS TRUE";
     switch (kind) {
     case StatementKind::Enqueue:
         return {"INSERT INTO " + q + " (payload, run_at, priority) VALUES ($1, $2, $3) RETURNING id",
@@ -77,94 +82,96 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         // One statement: pick ready jobs in order, skipping rows other claimers hold, and
         // lease them. run_at becomes the lease end, so an expired lease is ready again.
         // (= ANY(ARRAY(...)) keeps the update on the primary key whatever LIMIT $1 is.)
-        return {"UPDATE " + q + " SET lease_token = pg_catalog.nextval('ck.lease_tokens'), "
-                "run_at = $4 + $2, attempts = attempts + 1 "
-                "WHERE id = ANY (ARRAY(SELECT id FROM " + q + " WHERE run_at <= $4 AND attempts < $3 "
-                "ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)) "
+        return {"UPDATE " + q + " SET lease_token = pg_catalog.nextval('ck.lease_tokens'::pg_catalog.regclass), "
+                "run_at = $4" CK_OP("+") "$2, attempts = attempts" CK_OP("+") "1 "
+                "WHERE id" EQ "ANY (ARRAY(SELECT id FROM " + q + " WHERE run_at" CK_OP("<=") "$4 AND attempts"
+                CK_OP("<") "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)) "
                 "RETURNING id, lease_token, attempts, payload, run_at",
                 {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID}, 4, generic_fast};
     case StatementKind::Bury:
-        return {"WITH buried AS (DELETE FROM " + q + " WHERE id = ANY (ARRAY(SELECT id FROM " + q +
-                " WHERE lease_token IS NOT NULL AND run_at <= $2 AND attempts >= $1 "
+        return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "ANY (ARRAY(SELECT id FROM " + q +
+                " WHERE lease_token IS NOT NULL AND run_at" CK_OP("<=") "$2 AND attempts" CK_OP(">=") "$1 "
                 "ORDER BY run_at LIMIT 100 FOR UPDATE SKIP LOCKED)) RETURNING *) "
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, "
                 "'lease expired on the last attempt' FROM buried AS b",
                 {INT4OID, TIMESTAMPTZOID}, 2, generic_fast};
     case StatementKind::Complete:
-        return {"DELETE FROM " + q + " WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2", {INT8OID, INT8OID}, 2, 0};
+        return {"DELETE FROM " + q + " WHERE id" EQ "$1 AND " + token_is, {INT8OID, INT8OID}, 2, 0};
     case StatementKind::CompleteMany:
         // Pairs matched on the primary key; a pair whose token is stale matches nothing.
         return {"DELETE FROM " + q + " AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS a(id, lease_token) "
-                "WHERE j.id = a.id AND j.lease_token IS NOT DISTINCT FROM a.lease_token RETURNING j.id",
+                "WHERE j.id" EQ "a.id AND (j.lease_token" EQ "a.lease_token) IS TRUE RETURNING j.id",
                 {INT8ARRAYOID, INT8ARRAYOID}, 2, 0};
     case StatementKind::FailLock:
-        return {"SELECT attempts FROM " + q + " WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2 FOR UPDATE",
+        return {"SELECT attempts FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " FOR UPDATE",
                 {INT8OID, INT8OID}, 2, 0};
     case StatementKind::FailRetry:
-        return {"UPDATE " + q + " SET lease_token = NULL, run_at = $4 + $2, last_error = $3 "
-                "WHERE id = $1",
+        return {"UPDATE " + q + " SET lease_token = NULL, run_at = $4" CK_OP("+") "$2, last_error = $3 "
+                "WHERE id" EQ "$1",
                 {INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID}, 4, 0};
     case StatementKind::FailDead:
-        return {"WITH buried AS (DELETE FROM " + q + " WHERE id = $1 RETURNING *) "
+        return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *) "
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, $2 FROM buried AS b",
                 {INT8OID, TEXTOID}, 2, 0};
     case StatementKind::ExtendLease:
-        return {"UPDATE " + q + " SET run_at = $4 + $3 WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2 "
-                "RETURNING run_at",
+        return {"UPDATE " + q + " SET run_at = $4" CK_OP("+") "$3 WHERE id" EQ "$1 AND " + token_is +
+                " RETURNING run_at",
                 {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}, 4, 0};
     case StatementKind::RetryDead:
-        return {"WITH revived AS (DELETE FROM " + dead + " WHERE id = $1 RETURNING job) "
+        return {"WITH revived AS (DELETE FROM " + dead + " WHERE id" EQ "$1 RETURNING job) "
                 "INSERT INTO " + q + " SELECT r.* FROM revived, pg_catalog.jsonb_populate_record(NULL::" + q +
-                ", revived.job || pg_catalog.jsonb_build_object('attempts', 0, 'lease_token', NULL, "
+                ", revived.job" CK_OP("||") "pg_catalog.jsonb_build_object('attempts', 0, 'lease_token', NULL, "
                 "'run_at', " + now + ", 'last_error', NULL)) AS r",
                 {INT8OID}, 1, 0};
     case StatementKind::PurgeDead:
-        return {"DELETE FROM " + dead + " WHERE died_at < " + now + " - $1", {INTERVALOID}, 1, 0};
+        return {"DELETE FROM " + dead + " WHERE died_at" CK_OP("<") "(" + now + CK_OP("-") "$1)", {INTERVALOID}, 1, 0};
     case StatementKind::Stats:
         // Exact counts from the index ranges that stay small (leased, scheduled and claimable
         // up to 10,000 rows); past that, ready is estimated from the table's size.
         return {"WITH RECURSIVE priorities AS ("
                 "  (SELECT priority FROM " + q + " ORDER BY priority LIMIT 1)"
                 "  UNION ALL"
-                "  SELECT (SELECT priority FROM " + q + " WHERE priority > p.priority ORDER BY priority LIMIT 1)"
+                "  SELECT (SELECT priority FROM " + q + " WHERE priority" CK_OP(">") "p.priority ORDER BY priority LIMIT 1)"
                 "  FROM priorities AS p WHERE p.priority IS NOT NULL"
                 "), leased AS ("
-                "  SELECT pg_catalog.count(*) FILTER (WHERE run_at > " + now + ") AS running,"
-                "         pg_catalog.count(*) FILTER (WHERE run_at <= " + now + ") AS expired"
+                "  SELECT pg_catalog.count(*) FILTER (WHERE run_at" CK_OP(">") + now + ") AS running,"
+                "         pg_catalog.count(*) FILTER (WHERE run_at" CK_OP("<=") + now + ") AS expired"
                 "  FROM " + q + " WHERE lease_token IS NOT NULL"
                 "), future AS ("
                 "  SELECT pg_catalog.count(*) AS n FROM priorities AS p,"
-                "    LATERAL (SELECT 1 FROM " + q + " AS j WHERE j.priority = p.priority AND j.run_at > " + now +
+                "    LATERAL (SELECT 1 FROM " + q + " AS j WHERE j.priority" EQ "p.priority AND j.run_at" CK_OP(">") + now +
                 "             AND j.lease_token IS NULL) AS f"
                 "  WHERE p.priority IS NOT NULL"
                 "), claimable AS ("
-                "  SELECT pg_catalog.count(*) AS n FROM (SELECT 1 FROM " + q + " WHERE run_at <= " + now +
+                "  SELECT pg_catalog.count(*) AS n FROM (SELECT 1 FROM " + q + " WHERE run_at" CK_OP("<=") + now +
                 "    AND lease_token IS NULL LIMIT 10001) AS c"
                 "), oldest AS ("
                 "  SELECT pg_catalog.min(o.run_at) AS run_at FROM priorities AS p,"
-                "    LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority = p.priority"
-                "             AND j.run_at <= " + now + " AND j.lease_token IS NULL ORDER BY j.run_at LIMIT 1) AS o"
+                "    LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority" EQ "p.priority"
+                "             AND j.run_at" CK_OP("<=") + now + " AND j.lease_token IS NULL ORDER BY j.run_at LIMIT 1) AS o"
                 "  WHERE p.priority IS NOT NULL"
                 "), estimate AS ("
-                "  SELECT CASE WHEN c.relpages > 0 AND c.reltuples >= 0"
-                "    THEN (c.reltuples / c.relpages * (pg_catalog.pg_relation_size(c.oid) /"
-                "          pg_catalog.current_setting('block_size')::int))::bigint END AS rows"
-                "  FROM pg_catalog.pg_class AS c WHERE c.oid = $1"
+                "  SELECT CASE WHEN c.relpages" CK_OP(">") "0 AND c.reltuples" CK_OP(">=") "0"
+                "    THEN ((c.reltuples" CK_OP("/") "c.relpages)" CK_OP("*") "(pg_catalog.pg_relation_size(c.oid)" CK_OP("/")
+                "          pg_catalog.current_setting('block_size')::integer))::bigint END AS rows"
+                "  FROM pg_catalog.pg_class AS c WHERE c.oid" EQ "$1"
                 ")"
-                " SELECT CASE WHEN claimable.n <= 10000 THEN claimable.n"
-                "        ELSE GREATEST(10001, estimate.rows - future.n - leased.running - leased.expired) END,"
+                " SELECT CASE WHEN claimable.n" CK_OP("<=") "10000 THEN claimable.n"
+                "        ELSE GREATEST(10001, estimate.rows" CK_OP("-") "future.n" CK_OP("-") "leased.running"
+                CK_OP("-") "leased.expired) END,"
                 "   future.n, leased.running, leased.expired,"
                 "   (SELECT pg_catalog.count(*) FROM " + dead + "),"
-                "   " + now + " - oldest.run_at,"
-                "   claimable.n > 10000"
+                "   " + now + CK_OP("-") "oldest.run_at,"
+                "   claimable.n" CK_OP(">") "10000"
                 " FROM leased, future, claimable, oldest, estimate",
                 {REGCLASSOID}, 1, 0};
     default:
         throw std::logic_error("not a queue statement");
     }
 }
+#undef EQ
 
 } // namespace
 

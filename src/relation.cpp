@@ -1,16 +1,19 @@
 // Validation of table, column and key arguments against the catalog.
 #include "relation.hpp"
+#include "qualify.hpp"
 
 extern "C" {
 #include "access/genam.h"
 #include "access/table.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_operator.h"
 #include "parser/parse_coerce.h"
 #include "utils/acl.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 }
 
 namespace ck {
@@ -133,6 +136,23 @@ const char *key_param_sql(const ColumnRef &key, Oid param_type, int param_no)
                            format_type_be(param_type), key.name, key.type_display),
                     errhint("Pass the key as %s.", key.type_display)));
     return nullptr;
+}
+
+const char *equality_operator_sql(Oid type)
+{
+    TypeCacheEntry *entry = lookup_type_cache(type, TYPECACHE_EQ_OPR);
+    if (!OidIsValid(entry->eq_opr))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
+                        errmsg("type %s has no default equality operator", format_type_be(type)),
+                        errhint("Give the type a default btree operator class.")));
+    HeapTuple tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(entry->eq_opr));
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for operator %u", entry->eq_opr);
+    Form_pg_operator op = (Form_pg_operator) GETSTRUCT(tup);
+    const char *sql = psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op->oprnamespace)),
+                               NameStr(op->oprname));
+    ReleaseSysCache(tup);
+    return sql;
 }
 
 } // namespace ck

@@ -2,6 +2,7 @@
 // Under SERIALIZABLE a seq scan takes a predicate lock on the whole table, so any
 // concurrent write to that table can fail this transaction with 40001.
 #include "args.hpp"
+#include "qualify.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -48,23 +49,28 @@ CK_FUNCTION(ck_scan_check)
         bool isnull;
         return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
     });
-    // Walk every plan node of the JSON plan, in plan order.
+    // Walk every plan node of the JSON plan, in plan order (operators qualified: the caller's search_path).
+#define FIELD CK_OP("->>")
     ck::pg_call([&] {
         Oid types[1] = {JSONOID};
         Datum values[1] = {plan};
         int rc = SPI_execute_with_args(
-            "SELECT n->>'Node Type', "
-            "       pg_catalog.quote_ident(n->>'Schema') || '.' || pg_catalog.quote_ident(n->>'Relation Name'), "
-            "       'reads the whole table: under SERIALIZABLE that is a predicate lock on all of it, so any '"
-            "       || 'concurrent write to it can fail this transaction with 40001'"
-            "       || coalesce('; an index for the filter (' || (n->>'Filter') || ') would lock only the rows read', '')"
+            "SELECT n" FIELD "'Node Type', "
+            "       pg_catalog.concat(pg_catalog.quote_ident(n" FIELD "'Schema'), '.',"
+            "                         pg_catalog.quote_ident(n" FIELD "'Relation Name')), "
+            "       pg_catalog.concat('reads the whole table: under SERIALIZABLE that is a predicate lock on all of it, so any ',"
+            "         'concurrent write to it can fail this transaction with 40001',"
+            "         CASE WHEN (n" FIELD "'Filter') IS NOT NULL THEN pg_catalog.format("
+            "           '; an index for the filter (%s) would lock only the rows read', n" FIELD "'Filter') END)"
             "  FROM pg_catalog.jsonb_path_query($1::pg_catalog.jsonb, 'strict $.**') AS n"
-            " WHERE pg_catalog.jsonb_typeof(n) = 'object' AND n->>'Node Type' IN ('Seq Scan', 'Parallel Seq Scan')"
-            "   AND n ? 'Relation Name'",
+            " WHERE pg_catalog.jsonb_typeof(n)" CK_OP("=") "'object'"
+            "   AND (n" FIELD "'Node Type')" CK_OP("=") "ANY ('{Seq Scan,Parallel Seq Scan}'::pg_catalog.text[])"
+            "   AND n" CK_OP("?") "'Relation Name'",
             1, types, values, nullptr, true, 0);
         if (rc != SPI_OK_SELECT)
             elog(ERROR, "could not read the plan: %s", SPI_result_code_string(rc));
     });
+#undef FIELD
     Datum result = ck::return_result_rows(fcinfo);
     ck::spi_finish();
     return result;

@@ -18,6 +18,7 @@
 // All analysis code below the driver is plain C over PostgreSQL data (palloc, List): it
 // runs inside one pg_call per function and owns no C++ object.
 #include "boundary.hpp"
+#include "qualify.hpp"
 #include "spi.hpp"
 
 #include <vector>
@@ -870,21 +871,22 @@ Verdict audit_one(const Candidate &c, MemoryContext out, MemoryContext work)
 
 // SQL and PL/pgSQL functions in scope, trigger functions excluded. Without a schema:
 // every schema but the system ones and ck, and no function that belongs to an extension.
+#define EQ CK_OP("=")
 const char *const ListSql =
-    "SELECT p.oid, p.provolatile, l.lanname = 'sql'"
+    "SELECT p.oid, p.provolatile, l.lanname" EQ "'sql'::pg_catalog.name"
     "  FROM pg_catalog.pg_proc p"
-    "  JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
-    "  JOIN pg_catalog.pg_language l ON l.oid = p.prolang"
-    " WHERE p.prokind = 'f' AND l.lanname IN ('sql', 'plpgsql')"
-    "   AND p.prorettype NOT IN ('pg_catalog.trigger'::pg_catalog.regtype,"
-    "                            'pg_catalog.event_trigger'::pg_catalog.regtype)"
-    "   AND CASE WHEN $1 IS NOT NULL THEN n.oid = $1"
-    "       ELSE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast', 'ck')"
-    "        AND n.nspname !~ '^pg_(toast_)?temp_'"
+    "  JOIN pg_catalog.pg_namespace n ON n.oid" EQ "p.pronamespace"
+    "  JOIN pg_catalog.pg_language l ON l.oid" EQ "p.prolang"
+    " WHERE p.prokind" EQ "'f'::pg_catalog.\"char\" AND l.lanname" EQ "ANY ('{sql,plpgsql}'::pg_catalog.name[])"
+    "   AND NOT p.prorettype" EQ "ANY ('{pg_catalog.trigger,pg_catalog.event_trigger}'::pg_catalog.regtype[])"
+    "   AND CASE WHEN $1 IS NOT NULL THEN n.oid" EQ "$1"
+    "       ELSE NOT n.nspname" EQ "ANY ('{pg_catalog,information_schema,pg_toast,ck}'::pg_catalog.name[])"
+    "        AND n.nspname" CK_OP("!~") "'^pg_(toast_)?temp_'::pg_catalog.text"
     "        AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d"
-    "                         WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass"
-    "                           AND d.objid = p.oid AND d.deptype = 'e') END"
+    "                         WHERE d.classid" EQ "'pg_catalog.pg_proc'::pg_catalog.regclass"
+    "                           AND d.objid" EQ "p.oid AND d.deptype" EQ "'e'::pg_catalog.\"char\") END"
     " ORDER BY n.nspname, p.proname, p.oid";
+#undef EQ
 
 std::vector<Candidate> list_candidates(Oid nsp)
 {

@@ -1,0 +1,102 @@
+-- concurrency_kit 0.1.0 -> 0.2.0: no function carries a SET search_path clause any more.
+-- Everything the extension runs is immune to the caller's search_path by construction
+-- (schema-qualified relations, operators, functions and types; SQL bodies BEGIN ATOMIC),
+-- so the clause goes: on PostgreSQL 15 it cost more than the statement it guarded, and it
+-- forced a pinned path onto the user's own triggers. The C functions' statements changed
+-- in the library; their SQL declarations only lose the clause.
+\echo Use "ALTER EXTENSION concurrency_kit UPDATE TO '0.2.0'" to load this file. \quit
+
+ALTER FUNCTION ck.add_overlap_guard(regclass,name,name[],name) RESET search_path;
+ALTER FUNCTION ck.claim(regclass,integer,interval) RESET search_path;
+ALTER FUNCTION ck.claim_wait(regclass,integer,interval,interval) RESET search_path;
+ALTER FUNCTION ck.complete(regclass,bigint,bigint) RESET search_path;
+ALTER FUNCTION ck.complete_many(regclass,bigint[],bigint[]) RESET search_path;
+ALTER FUNCTION ck.decrement(regclass,name,anyelement,bigint,name) RESET search_path;
+ALTER FUNCTION ck.enqueue(regclass,jsonb,timestamp with time zone,integer) RESET search_path;
+ALTER FUNCTION ck.extend_lease(regclass,bigint,bigint,interval) RESET search_path;
+ALTER FUNCTION ck.fail(regclass,bigint,bigint,text,interval) RESET search_path;
+ALTER FUNCTION ck.find_overlaps(regclass,name,name[],integer) RESET search_path;
+ALTER FUNCTION ck.increment(regclass,name,anyelement,bigint,numeric,name) RESET search_path;
+ALTER FUNCTION ck.overlap_guard_ddl(regclass,name,name[],name) RESET search_path;
+ALTER FUNCTION ck.purge_dead(regclass,interval) RESET search_path;
+ALTER FUNCTION ck.queue_stats(regclass) RESET search_path;
+ALTER FUNCTION ck.retry_dead(regclass,bigint) RESET search_path;
+ALTER FUNCTION ck.transition(regclass,anyelement,name,text,text,name) RESET search_path;
+ALTER FUNCTION ck.transition_or_raise(regclass,anyelement,name,text,text,name) RESET search_path;
+ALTER FUNCTION ck.try_decrement(regclass,name,anyelement,bigint,name) RESET search_path;
+ALTER FUNCTION ck.try_increment(regclass,name,anyelement,bigint,numeric,name) RESET search_path;
+ALTER FUNCTION ck.unique_guard_ddl(regclass,name[],text) RESET search_path;
+ALTER FUNCTION ck.volatility_audit(name) RESET search_path;
+
+-- Functions with SQL or PL/pgSQL bodies: rewritten with qualified names (CREATE OR REPLACE
+-- also drops their SET clause).
+CREATE OR REPLACE FUNCTION ck.notify_queue() RETURNS trigger
+LANGUAGE plpgsql SECURITY INVOKER
+AS $$
+BEGIN
+    PERFORM pg_catalog.pg_notify(pg_catalog.concat(TG_TABLE_SCHEMA, '.', TG_TABLE_NAME), '');
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ck.drop_queue(queue regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $$
+DECLARE
+    -- Names schema-qualified from the OIDs, whatever the caller's search_path.
+    queue_name text := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, queue, 0)).identity;
+    dead regclass;
+BEGIN
+    DELETE FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue
+    RETURNING q.dead_letters INTO dead;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % is not a queue', queue_name USING ERRCODE = 'wrong_object_type';
+    END IF;
+    EXECUTE pg_catalog.format('DROP TABLE %s, %s', queue_name,
+        (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, dead, 0)).identity);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ck.held_locks()
+RETURNS TABLE (ns integer, ns_name text, key integer, scope text, granted boolean)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+BEGIN ATOMIC
+    SELECT l.classid::integer, n.name, l.objid::integer,
+           CASE WHEN s.ns IS NULL THEN 'transaction' ELSE 'session' END, l.granted
+    FROM pg_catalog.pg_locks AS l
+    LEFT JOIN ck.lock_namespaces AS n ON n.id = l.classid::integer
+    LEFT JOIN ck.session_locks_held() AS s ON s.ns = l.classid::integer AND s.key = l.objid::integer
+    WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.pid = pg_catalog.pg_backend_pid()
+      AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d
+                        WHERE d.datname = pg_catalog.current_database())
+    ORDER BY 1, 3;
+END;
+
+CREATE OR REPLACE FUNCTION ck.lock_waits()
+RETURNS TABLE (waiting_pid integer, blocking_pids integer[], waited interval, lock text, query text)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+BEGIN ATOMIC
+    SELECT w.pid,
+           pg_catalog.pg_blocking_pids(w.pid),
+           pg_catalog.clock_timestamp() - w.waitstart,
+           CASE
+               WHEN w.locktype = 'advisory' AND w.objsubid = 2
+                   THEN 'advisory ' || coalesce(n.name, w.classid::text) || ':' || w.objid::integer
+               WHEN w.locktype = 'advisory'
+                   THEN 'advisory ' || ((w.classid::bigint << 32) | w.objid::bigint)
+               WHEN w.locktype = 'tuple'
+                   THEN 'row (' || w.page || ',' || w.tuple || ') of ' || w.relation::regclass::text
+               WHEN w.locktype = 'relation'
+                   THEN w.mode || ' on ' || w.relation::regclass::text
+               WHEN w.locktype = 'transactionid'
+                   THEN 'transaction ' || w.transactionid || ' (a row it changed)'
+               ELSE w.locktype
+           END,
+           a.query
+    FROM pg_catalog.pg_locks AS w
+    LEFT JOIN ck.lock_namespaces AS n ON w.locktype = 'advisory' AND n.id = w.classid::integer
+    LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = w.pid
+    WHERE NOT w.granted AND w.pid IS NOT NULL
+    ORDER BY w.waitstart;
+END;
