@@ -14,7 +14,8 @@ PG_CPPFLAGS  = -I$(srcdir)/src
 SHLIB_LINK  += -lstdc++
 
 # pg_regress inputs in sql/ (beside the install scripts); setup defines test helpers.
-REGRESS      = setup conditional plan_cache boundary memory sqlstate_action queue advisory_lock retry guard volatility_audit
+REGRESS      = setup conditional plan_cache boundary memory sqlstate_action queue advisory_lock retry guard volatility_audit \
+               search_path
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)

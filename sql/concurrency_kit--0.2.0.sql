@@ -136,8 +136,9 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $$
 DECLARE
     -- Names schema-qualified from the OIDs, whatever the caller's search_path.
-    queue_name text := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, queue, 0)).identity;
-    dead regclass;
+    -- (Type names too: PL/pgSQL resolves them with the caller's search_path.)
+    queue_name pg_catalog.text := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, queue, 0)).identity;
+    dead pg_catalog.regclass;
 BEGIN
     DELETE FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue
     RETURNING q.dead_letters INTO dead;

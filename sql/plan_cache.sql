@@ -49,7 +49,6 @@ INSERT INTO orders VALUES (1, 10);
 INSERT INTO audit VALUES (1, 1000);
 CREATE FUNCTION orders_touch_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    -- names are schema-qualified: our calls run with search_path = pg_catalog, pg_temp
     EXECUTE 'ALTER TABLE public.audit ALTER COLUMN n SET DEFAULT ' || NEW.qty;
     PERFORM ck.try_decrement('public.audit', 'n', 1, 1);
     RETURN NEW;
