@@ -101,3 +101,14 @@ BEGIN ATOMIC
     WHERE NOT w.granted AND w.pid IS NOT NULL
     ORDER BY w.waitstart;
 END;
+
+-- New in 0.2.0: the worker's loop in one call, and its SQLSTATE CK005 (lease lost).
+CREATE FUNCTION ck.complete_and_claim(queue regclass, id bigint, lease_token bigint, batch integer DEFAULT 1,
+                                      lease interval DEFAULT NULL)
+RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
+AS 'MODULE_PATHNAME', 'ck_complete_and_claim';
+COMMENT ON FUNCTION ck.complete_and_claim(regclass, bigint, bigint, integer, interval) IS
+'a worker''s loop in one call: completes the job held (raising CK005 when the lease was lost, so the job''s effects roll back) and claims up to batch more, like ck.claim';
+COMMENT ON FUNCTION ck.sqlstate_action(text) IS
+'what a client should do with an error: retry (40001, 40P01), busy (55P03), conflict (23505, 23P01, CK001-CK005) or error';

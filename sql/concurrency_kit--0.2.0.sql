@@ -72,7 +72,7 @@ RETURNS text
 LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_sqlstate_action';
 COMMENT ON FUNCTION ck.sqlstate_action(text) IS
-'what a client should do with an error: retry (40001, 40P01), busy (55P03), conflict (23505, 23P01, CK001-CK004) or error';
+'what a client should do with an error: retry (40001, 40P01), busy (55P03), conflict (23505, 23P01, CK001-CK005) or error';
 
 ------------------------------------------------------------------------------------------
 -- Queues with leases (FOR UPDATE SKIP LOCKED)
@@ -179,6 +179,14 @@ LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_complete';
 COMMENT ON FUNCTION ck.complete(regclass, bigint, bigint) IS
 'deletes a finished job if the lease token is still current; false when the lease was lost';
+
+CREATE FUNCTION ck.complete_and_claim(queue regclass, id bigint, lease_token bigint, batch integer DEFAULT 1,
+                                      lease interval DEFAULT NULL)
+RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
+AS 'MODULE_PATHNAME', 'ck_complete_and_claim';
+COMMENT ON FUNCTION ck.complete_and_claim(regclass, bigint, bigint, integer, interval) IS
+'a worker''s loop in one call: completes the job held (raising CK005 when the lease was lost, so the job''s effects roll back) and claims up to batch more, like ck.claim';
 
 CREATE FUNCTION ck.complete_many(queue regclass, ids bigint[], lease_tokens bigint[])
 RETURNS SETOF bigint

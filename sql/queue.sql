@@ -51,6 +51,18 @@ SELECT count(*) AS done_again FROM ck.complete_many('jobs', ARRAY(SELECT id FROM
 SELECT count(*) AS empty_batch FROM ck.complete_many('jobs', '{}', '{}');
 TRUNCATE jobs;
 
+-- complete_and_claim: the worker's loop in one call; each call completes the job held and
+-- claims the next (up to batch), and the last one finds the queue empty
+INSERT INTO jobs (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 3) AS g;
+SELECT id AS job, lease_token AS token FROM ck.claim('jobs') \gset
+SELECT id AS job, lease_token AS token, payload AS next FROM ck.complete_and_claim('jobs', :job, :token) \gset
+SELECT :'next' AS next, (SELECT count(*) FROM jobs) AS jobs_left;
+SELECT count(*) AS claimed, min(attempt) AS attempt FROM ck.complete_and_claim('jobs', :job, :token, batch => 5, lease => '1 minute');
+SELECT count(*) AS jobs_left, count(*) FILTER (WHERE lease_token IS NOT NULL) AS leased FROM jobs;
+-- the token is spent: CK005, and nothing is claimed
+SELECT test.outcome(format('SELECT * FROM ck.complete_and_claim(%L, %s, %s)', 'jobs', :job, :token));
+TRUNCATE jobs;
+
 -- failures: retry after retry_in (not claimable before), then dead letters at max_attempts
 SELECT ck.enqueue('jobs', '{"n": 6}') AS job6 \gset
 CREATE TEMP TABLE try1 AS SELECT * FROM ck.claim('jobs');
@@ -175,6 +187,15 @@ SELECT statement, test.outcome(statement) FROM (VALUES
     ($s$SELECT * FROM ck.complete_many('jobs', ARRAY(SELECT generate_series(1, 10001)::bigint),
                                        ARRAY(SELECT generate_series(1, 10001)::bigint))$s$),
     ($s$SELECT * FROM ck.complete_many('not_a_queue', '{1}', '{1}')$s$),
+    ($s$SELECT * FROM ck.complete_and_claim(NULL, 1, 1)$s$),
+    ($s$SELECT * FROM ck.complete_and_claim('jobs', NULL, 1)$s$),
+    ($s$SELECT * FROM ck.complete_and_claim('jobs', 1, NULL)$s$),
+    ($s$SELECT * FROM ck.complete_and_claim('jobs', 1, 1, batch => 0)$s$),
+    ($s$SELECT * FROM ck.complete_and_claim('jobs', 1, 1, batch => 10001)$s$),
+    ($s$SELECT * FROM ck.complete_and_claim('jobs', 1, 1, batch => NULL)$s$),
+    ($s$SELECT * FROM ck.complete_and_claim('jobs', 1, 1, lease => '-1 second')$s$),
+    ($s$SELECT * FROM ck.complete_and_claim('jobs', 1, 1)$s$),
+    ($s$SELECT * FROM ck.complete_and_claim('not_a_queue', 1, 1)$s$),
     ($s$SELECT ck.fail('jobs', 1, 1, 'x', '-1 second')$s$),
     ($s$SELECT ck.extend_lease('jobs', 1, 1, '0 seconds')$s$),
     ($s$SELECT ck.extend_lease('jobs', 1, 1, NULL)$s$),

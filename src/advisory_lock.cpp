@@ -5,6 +5,7 @@
 // ck.held_locks.
 #include "args.hpp"
 #include "lock_namespace.hpp"
+#include "lock_timeout.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -28,8 +29,10 @@ struct Target {
     std::string label;   // "name:key" or "ns:key", for messages
 };
 
-// (ns, key) from arguments 0 and 1; ns may be int4 or text (a namespace name).
-Target target_args(FunctionCallInfo fcinfo, bool ns_is_name)
+// (ns, key) from arguments 0 and 1; ns may be int4 or text (a namespace name). A name seen
+// for the first time is registered, waiting at most wait_ms (-1: lock_timeout) for a
+// concurrent registration of the same name.
+Target target_args(FunctionCallInfo fcinfo, bool ns_is_name, int wait_ms)
 {
     if (PG_ARGISNULL(0))
         throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "lock namespace must not be NULL");
@@ -39,7 +42,7 @@ Target target_args(FunctionCallInfo fcinfo, bool ns_is_name)
     int32 key = PG_NARGS() > 1 ? PG_GETARG_INT32(1) : 0;
     if (ns_is_name) {
         const char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-        int32 ns = ck::lock_namespace_number(name);
+        int32 ns = ck::lock_namespace_number(name, wait_ms);
         return {ns, key, ck::fmt("%s:%d", name, key)};
     }
     int32 ns = PG_GETARG_INT32(0);
@@ -77,13 +80,9 @@ void acquire(const Target &t, bool session, int ms)
     }
     try {
         ck::pg_call([&] {
-            int nest = NewGUCNestLevel();
-            char value[32];
-            snprintf(value, sizeof value, "%d", ms);
-            (void) set_config_option("lock_timeout", value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-                                     false);
+            int nest = ck::push_lock_timeout(ms);
             (void) LockAcquire(&tag, ExclusiveLock, session, false);
-            AtEOXact_GUC(true, nest);
+            ck::pop_lock_timeout(nest);
         });
     } catch (const ck::PgError &e) {
         ErrorData *edata = e.data();
@@ -104,30 +103,43 @@ bool try_acquire(const Target &t, bool session)
     return ck::pg_call([&] { return LockAcquire(&tag, ExclusiveLock, session, true); }) != LOCKACQUIRE_NOT_AVAIL;
 }
 
+// Resolves the target and takes the lock; with a timeout, the namespace registration and
+// the lock share it: the call never waits longer than the timeout in all.
+void lock_within(FunctionCallInfo fcinfo, bool ns_is_name, bool session)
+{
+    int ms = timeout_ms(fcinfo, 2);
+    TimestampTz start = GetCurrentTimestamp();
+    Target t = target_args(fcinfo, ns_is_name, ms);
+    if (ms >= 0)
+        ms = std::max<long>(1, ms - (GetCurrentTimestamp() - start) / 1000);
+    acquire(t, session, ms);
+    if (session)
+        session_locks[{t.ns, t.key}]++;
+}
+
 Datum xact_lock(FunctionCallInfo fcinfo, bool ns_is_name)
 {
-    Target t = target_args(fcinfo, ns_is_name);
-    acquire(t, false, timeout_ms(fcinfo, 2));
+    lock_within(fcinfo, ns_is_name, false);
     PG_RETURN_VOID();
 }
 
+// A try never waits: not for the lock, and at most 1 ms for a concurrent, uncommitted
+// registration of the same new namespace name (then 55P03: the number is not known yet).
 Datum try_xact_lock(FunctionCallInfo fcinfo, bool ns_is_name)
 {
-    Target t = target_args(fcinfo, ns_is_name);
+    Target t = target_args(fcinfo, ns_is_name, 1);
     PG_RETURN_BOOL(try_acquire(t, false));
 }
 
 Datum session_lock(FunctionCallInfo fcinfo, bool ns_is_name)
 {
-    Target t = target_args(fcinfo, ns_is_name);
-    acquire(t, true, timeout_ms(fcinfo, 2));
-    session_locks[{t.ns, t.key}]++;
+    lock_within(fcinfo, ns_is_name, true);
     PG_RETURN_VOID();
 }
 
 Datum session_unlock(FunctionCallInfo fcinfo, bool ns_is_name)
 {
-    Target t = target_args(fcinfo, ns_is_name);
+    Target t = target_args(fcinfo, ns_is_name, -1);
     auto it = session_locks.find({t.ns, t.key});
     if (it == session_locks.end())
         throw ck::Error(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

@@ -12,3 +12,5 @@
 #define CK_ERRCODE_WRONG_STATE MAKE_SQLSTATE('C', 'K', '0', '0', '3')
 // Raising forms of conditional change: no row has that key.
 #define CK_ERRCODE_NO_SUCH_ROW MAKE_SQLSTATE('C', 'K', '0', '0', '4')
+// ck.complete_and_claim: the job's lease was lost (expired and re-claimed, or finished).
+#define CK_ERRCODE_LEASE_LOST MAKE_SQLSTATE('C', 'K', '0', '0', '5')

@@ -1,6 +1,7 @@
 // ck.lock_namespace and the per-backend cache of namespace numbers.
 #include "lock_namespace.hpp"
 #include "args.hpp"
+#include "lock_timeout.hpp"
 #include "plan_cache.hpp"
 #include "spi.hpp"
 
@@ -64,7 +65,7 @@ bool run(StatementKind kind, Datum name, int32 *number)
 
 } // namespace
 
-int32 lock_namespace_number(const char *name)
+int32 lock_namespace_number(const char *name, int wait_ms)
 {
     std::string key(name);
     if (auto it = committed.find(key); it != committed.end())
@@ -80,9 +81,29 @@ int32 lock_namespace_number(const char *name)
     spi_connect();
     // Look first (no write for a known name); register if missing; a concurrent first use
     // that won the insert is found by the second look (READ COMMITTED sees it once committed).
-    bool found = run(StatementKind::NamespaceLookup, text, &number) ||
-                 run(StatementKind::NamespaceRegister, text, &number) ||
-                 run(StatementKind::NamespaceLookup, text, &number);
+    bool found = run(StatementKind::NamespaceLookup, text, &number);
+    if (!found) {
+        // The insert waits for a concurrent, uncommitted registration of the same name:
+        // bounded by the caller's timeout when there is one, else by lock_timeout.
+        int nest = wait_ms >= 0 ? pg_call([&] { return push_lock_timeout(wait_ms); }) : -1;
+        try {
+            found = run(StatementKind::NamespaceRegister, text, &number);
+        } catch (const PgError &e) {
+            ErrorData *edata = e.data();
+            if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+                pg_call([&] {
+                    edata->message = psprintf("lock namespace \"%s\" is being registered by another transaction",
+                                              name);
+                    edata->detail = wait_ms >= 0 ? psprintf("Not committed within %d ms.", wait_ms)
+                                                 : pstrdup("Not committed within lock_timeout.");
+                    edata->hint = pstrdup("Register namespaces up front with ck.lock_namespace() and commit.");
+                });
+            throw;
+        }
+        if (nest >= 0)
+            pg_call([&] { pop_lock_timeout(nest); });
+        found = found || run(StatementKind::NamespaceLookup, text, &number);
+    }
     spi_finish();
     if (!found)
         throw Error(ERRCODE_T_R_SERIALIZATION_FAILURE,

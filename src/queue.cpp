@@ -2,6 +2,7 @@
 // ck.extend_lease, ck.retry_dead and ck.purge_dead. Every acknowledgement checks the lease
 // token in its WHERE, so a worker whose lease expired and was re-claimed changes nothing.
 #include "args.hpp"
+#include "errcodes.hpp"
 #include "queue.hpp"
 #include "spi.hpp"
 
@@ -188,6 +189,31 @@ CK_FUNCTION(ck_complete)
     bool done = ck::execute_plan(p.plan, values, nullptr) == 1;
     ck::spi_finish();
     PG_RETURN_BOOL(done);
+}
+
+// ck.complete_and_claim(queue, id, lease_token, batch, lease): a worker's loop in one call.
+// A lost lease raises CK005 instead of returning false, so whatever the worker wrote for the
+// job in this transaction rolls back with it, and nothing is claimed.
+CK_FUNCTION(ck_complete_and_claim)
+{
+    Ack a = ack_args(fcinfo);
+    int32 batch = batch_arg(fcinfo, 3);
+    Interval *lease = interval_arg(fcinfo, 4, "lease");
+    Datum values[2] = {a.id, a.token};
+    ck::spi_connect();
+    const Prepared &complete = ck::queue_statement(StatementKind::Complete, a.queue);
+    if (ck::execute_plan(complete.plan, values, nullptr) == 0)
+        throw ck::Error(CK_ERRCODE_LEASE_LOST,
+                        ck::fmt("%s job " INT64_FORMAT ": the lease was lost", complete.table.c_str(),
+                                DatumGetInt64(a.id)),
+                        ck::fmt("Lease token " INT64_FORMAT " of job " INT64_FORMAT " in queue %s is no longer "
+                                "current: the lease expired and the job was claimed again, or it was finished.",
+                                DatumGetInt64(a.token), DatumGetInt64(a.id), complete.qualified.c_str()),
+                        "Roll back what this transaction did for the job; its new holder does it.");
+    claim_once(a.queue, batch, lease, ck::Snap::Caller);
+    Datum result = ck::return_result_rows(fcinfo);
+    ck::spi_finish();
+    return result;
 }
 
 // The length of a bigint[] argument of complete_many, which must be one-dimensional (or

@@ -30,6 +30,7 @@ const char *action_for(int code)
     case CK_ERRCODE_BOUND_EXCEEDED:
     case CK_ERRCODE_WRONG_STATE:
     case CK_ERRCODE_NO_SUCH_ROW:
+    case CK_ERRCODE_LEASE_LOST:
         return "conflict";
     default:
         return "error";

@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_ready ON tasks (id) WHERE status = 'ready';
 SELECT FROM ck.create_queue('jobs') WHERE to_regclass('jobs') IS NULL;
 -- Only the queues that :script (the pgbench scripts about to run) use are refilled.
-SELECT :'script' LIKE '%handwritten%' AS tasks, :'script' ~ 'queue_(ck|batch)' AS jobs \gset
+SELECT :'script' LIKE '%handwritten%' AS tasks, :'script' ~ 'queue_(ck|batch|cac|samesql)' AS jobs \gset
 \if :tasks
 TRUNCATE tasks;
 INSERT INTO tasks (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, :backlog) AS g;

@@ -160,6 +160,28 @@ backend_memory() {
                    (SELECT * FROM memory_samples ORDER BY calls DESC LIMIT 1) AS last" | out
 }
 
+# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue lock overlaps batches latency
+# size memory) is unset or names SECTION.
+wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
+
+# clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
+# clients, synchronous_commit off) of ck.try_decrement against the same C function declared with that clause
+# (bench.try_decrement_pinned); a table row with the mean latency of each and the difference in microseconds.
+clause_cost() {
+    local workload=$1 clients logs var
+    local -a defines=()
+    for var in "${@:2}"; do defines+=(-D "$var"); done
+    for clients in 1 8; do
+        logs=$(mktemp -d)
+        sql -v backlog="$backlog" -v script=pinned -f "$here/stock_setup.sql" -c CHECKPOINT >/dev/null
+        (cd "$logs" && pgbench_run stock_ck_pinned.sql "$clients" off -f "$here/stock_ck.sql" -l "${defines[@]}" >/dev/null)
+        cat "$logs"/pgbench_log.* | awk -v w="$workload" -v c="$clients" '{ sum[$4] += $3; n[$4]++ }
+            END { p = sum[0] / n[0]; k = sum[1] / n[1]
+                  printf "| %s | %d | %.1f | %.1f | %.1f | %.2f |\n", w, c, p, k, p - k, p / k }' | out
+        rm -r "$logs"
+    done
+}
+
 dropdb --if-exists ck_bench
 createdb ck_bench
 sql -c "CREATE EXTENSION concurrency_kit"
@@ -191,17 +213,41 @@ EOF
 echo "(each stock and lock row takes 5 pgbench runs of ${seconds}s, each queue row 3)"
 cat "$results"
 
+if wanted stock; then
 client_counts=(1 4 8 16)
 compare stock "one hot row" "handwritten ck ck handwritten" skus=1
 compare stock "10,000 rows, random sku" "handwritten ck ck handwritten" skus=10000
+out <<EOF
+
+### What the SET search_path clause of 0.1.0 cost
+
+\`ck.try_decrement\` against the same C function declared with 0.1.0's \`SET search_path = pg_catalog,
+pg_temp\` (\`bench.try_decrement_pinned\`), both in one mixed pgbench run, synchronous_commit off: mean
+latency per transaction in microseconds.
+
+| workload | clients | with the clause (µs) | 0.2.0, without (µs) | saved per call (µs) | ratio |
+|---|---:|---:|---:|---:|---:|
+EOF
+clause_cost "one hot row" skus=1
+clause_cost "10,000 rows, random sku" skus=10000
+fi
+
+if wanted queue; then
 client_counts=(1 2 4 8 16)
 compare queue "queue: claim + complete" "handwritten ck"
+compare queue "queue: claim + complete, against the same SQL by hand" "samesql ck"
+compare queue "queue: complete_and_claim, against the seed" "handwritten cac" job=0 token=0
+fi
+
+if wanted lock; then
 client_counts=(1 8)
 compare lock "advisory lock by number, random keys" "handwritten ck ck handwritten" keys=1000000
 compare lock "advisory lock by number, one key" "handwritten ck ck handwritten" keys=1
 compare lock "advisory lock by name, random keys" "handwritten ck_name ck_name handwritten" keys=1000000
 compare lock "advisory lock by name, one key" "handwritten ck_name ck_name handwritten" keys=1
+fi
 
+if wanted overlaps; then
 out <<EOF
 
 ## Overlap audit
@@ -214,7 +260,9 @@ value -c "SELECT format('%s pairs found in %s s', count(*),
                         round(extract(epoch FROM clock_timestamp() - statement_timestamp())::numeric, 2))
           FROM ck.find_overlaps('big_bookings', 'during', '{room}')" | out
 sql -c "DROP TABLE big_bookings"
+fi
 
+if wanted batches; then
 out <<EOF
 
 ## Queue: claiming in batches
@@ -226,7 +274,9 @@ out <<EOF
 |---|---|---:|---:|---:|
 EOF
 batches 4
+fi
 
+if wanted latency; then
 out <<EOF
 
 ## Queue: claim latency against backlog
@@ -241,7 +291,9 @@ large=$(claim_latency 1000000)
 awk -v s="$small" -v l="$large" 'BEGIN {
     printf "| backlog | claim latency (ms) |\n|---:|---:|\n| 10,000 | %.3f |\n| 1,000,000 | %.3f |\n\n", s, l
     printf "Ratio 1,000,000 / 10,000: %.2f.\n", l / s }' | out
+fi
 
+if wanted size; then
 out <<EOF
 
 ## Queue: size after draining a million jobs
@@ -256,7 +308,9 @@ indexes, TOAST), indexes is pg_indexes_size.
 |---|---:|---:|
 EOF
 queue_size 1000000
+fi
 
+if wanted memory; then
 out <<EOF
 
 ## Queue: backend memory over a million claims
@@ -269,6 +323,7 @@ after the first 100 calls and then every 100,000.
 |---:|---:|---:|
 EOF
 backend_memory 1000000
+fi
 
 echo
 echo "results written to $results"

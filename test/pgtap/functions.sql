@@ -24,6 +24,7 @@ INSERT INTO expected_functions VALUES
     ('claim',               '{regclass,integer,interval}',                            'setof record', 'volatile', 'unsafe', false),
     ('claim_wait',          '{regclass,integer,interval,interval}',                   'setof record', 'volatile', 'unsafe', false),
     ('complete',            '{regclass,bigint,bigint}',                               'boolean', 'volatile',  'unsafe', false),
+    ('complete_and_claim',  '{regclass,bigint,bigint,integer,interval}',              'setof record', 'volatile', 'unsafe', false),
     ('complete_many',       '{regclass,bigint[],bigint[]}',                           'setof bigint', 'volatile', 'unsafe', false),
     ('fail',                '{regclass,bigint,bigint,text,interval}',                 'text',    'volatile',  'unsafe', false),
     ('extend_lease',        '{regclass,bigint,bigint,interval}',                      'timestamp with time zone', 'volatile', 'unsafe', false),
