@@ -12,6 +12,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
 
 packages=(postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl)
+# test/client: the Go, Python and Node workers, PgBouncer. Node's pg comes from npm (test/client/node);
+# a machine without node gets Debian's.
+packages+=(golang-go golang-github-jackc-pgx-v4-dev python3-psycopg pgbouncer)
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
 ensure_packages() {
     local p missing=()

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgconn"
+	"github.com/jackc/pgx/v4"
+	"github.com/jackc/pgx/v4/pgxpool"
+)
+
+// sell takes n units of sku: the new quantity, or an error with SQLSTATE CK001 (not enough) or CK004 (no such sku).
+func sell(ctx context.Context, db *pgxpool.Pool, sku, n int) (left int64, err error) {
+	err = db.QueryRow(ctx, `SELECT ck.decrement('stock', 'qty', $1::int, $2)`, sku, n).Scan(&left)
+	return left, err
+}
+
+// classify says what to do about an error: "retry", "busy", "conflict" (tell the user) or "error".
+func classify(ctx context.Context, db *pgxpool.Pool, err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return "error"
+	}
+	var action string
+	if db.QueryRow(ctx, `SELECT ck.sqlstate_action($1)`, pgErr.Code).Scan(&action) != nil {
+		return "error"
+	}
+	return action
+}
+
+// txStarter is a *pgxpool.Pool, a *pgxpool.Conn, a *pgx.Conn or a pgx.Tx.
+type txStarter interface {
+	BeginFunc(ctx context.Context, f func(pgx.Tx) error) error
+}
+
+// relay runs f in a transaction that holds advisory lock relay:partition. It waits at most
+// 500 ms for the lock, then fails with SQLSTATE 55P03 (ck.sqlstate_action: "busy").
+func relay(ctx context.Context, db txStarter, partition int, f func(pgx.Tx) error) error {
+	return db.BeginFunc(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT ck.xact_lock('relay', $1, '500 ms')`, partition); err != nil {
+			return err
+		}
+		return f(tx) // the lock goes with the transaction
+	})
+}
+
+// takeSeat books a seat of show 7 for customer while fewer than 20 are taken. ck.retry runs the
+// statements in a SERIALIZABLE transaction, again after 40001/40P01; call it outside a transaction.
+func takeSeat(ctx context.Context, db *pgxpool.Pool, customer string) (attempts int, err error) {
+	sql := fmt.Sprintf(`SELECT pg_sleep(0.01); -- widens the race for the test
+		INSERT INTO seats (show_id, customer, attempt)
+		SELECT 7, %s, ck.current_attempt() WHERE (SELECT count(*) FROM seats WHERE show_id = 7) < 20`,
+		quoteLiteral(customer))
+	err = db.QueryRow(ctx, `CALL ck.retry($1, 'serializable', 20)`, sql).Scan(&attempts)
+	return attempts, err
+}
+
+// quoteLiteral quotes s as an SQL string literal (standard_conforming_strings is on).
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

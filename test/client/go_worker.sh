@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The Go worker (test/client/go/ckworker, pgx v4 from Debian, GOPATH mode, no module downloads):
+# 8 pooled workers drain 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sell the
+# last units with ck.decrement (CK001 in the driver's error), meet a timed ck.xact_lock held by
+# another pooled connection (55P03, connection usable afterwards) and CALL ck.retry. Prints TAP.
+set -euo pipefail
+source "$(dirname "$0")/lib/tap.sh"
+
+db=ck_go
+tmp=$(mktemp -d)
+trap 'drop_db "$db"; rm -rf "$tmp" "$tap_dir"' EXIT
+
+if build_go "$tmp/ckworker" "$tmp" 2>"$tmp/build.log"; then
+    ok "go: the worker builds with Debian's golang-go and pgx v4, GOPATH mode"
+else
+    not_ok "go: the worker builds with Debian's golang-go and pgx v4, GOPATH mode"
+    sed 's/^/# /' "$tmp/build.log"
+    tap_done
+    exit 1
+fi
+
+setup_db "$db" 2000
+run_tap "go worker" 150 "$tmp/ckworker" -workers 8 -parts queue,decrement,lock,retry
+outcome_checks go 8
+readme_check go test/client/go/ckworker/worker.go
+readme_check go test/client/go/ckworker/examples.go
+tap_done

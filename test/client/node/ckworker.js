@@ -1,0 +1,277 @@
+'use strict';
+// ckworker.js drives concurrency_kit from Node with pg (node-postgres) and prints unnumbered TAP
+// lines ("ok - ...", "not ok - ...", "# ...") that test/client/lib/tap.sh numbers.
+//
+//   node ckworker.js [--workers 8] queue decrement lock retry
+//
+// Connects with the PG* environment variables. The database must have been set up with
+// test/client/lib/setup.sql.
+const { Pool } = require('pg');
+
+let failures = 0;
+function tap(ok, description) {
+  if (!ok) failures++;
+  console.log(`${ok ? 'ok' : 'not ok'} - ${description}`);
+}
+const note = (text) => console.log(`# ${text}`);
+
+class LeaseLost extends Error {}
+
+const stats = { heartbeats: 0, heartbeatsLost: 0, leasesLost: 0, failed: 0 };
+
+// withTransaction runs f(client) between BEGIN and COMMIT on a checked-out client; ROLLBACK if it throws.
+async function withTransaction(client, f) {
+  await client.query('BEGIN');
+  try {
+    const result = await f(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (e) {
+    await client.query('ROLLBACK');
+    throw e;
+  }
+}
+
+// inTransaction runs f(client) in a transaction on one connection of the pool.
+async function inTransaction(pool, f) {
+  const client = await pool.connect();
+  try {
+    return await withTransaction(client, f);
+  } finally {
+    client.release();
+  }
+}
+
+// work claims jobs from queue "jobs" until no job is left. It records each job's effect in the
+// transaction that acknowledges the job, and hands a job that raised back with ck.fail.
+async function work(pool, worker) {
+  for (;;) {
+    const { rows } = await pool.query(
+      `SELECT id, lease_token, attempt, payload FROM ck.claim_wait('jobs', 1, '1 second', '200 ms')`);
+    if (rows.length === 0) { // nothing ready within 200 ms: stop once no job is left at all
+      const left = await pool.query('SELECT count(*)::int AS n FROM jobs');
+      if (left.rows[0].n === 0) return;
+      continue;
+    }
+    const { id, lease_token: token, attempt, payload } = rows[0];
+    const started = Date.now();
+    try {
+      await processJob(pool, id, token, payload, attempt);
+    } catch (e) {
+      if (e instanceof LeaseLost) {
+        stats.leasesLost++;
+        continue;
+      }
+      stats.failed++; // the job raised: 'retry' (ready again in 100 ms) or 'dead' (last attempt)
+      await inTransaction(pool, async (tx) => {
+        const r = await tx.query(`SELECT ck.fail('jobs', $1, $2, $3, '100 ms') AS outcome`, [id, token, e.message]);
+        await tx.query('INSERT INTO failures (job_id, attempt, outcome) VALUES ($1, $2, $3)',
+          [id, attempt, r.rows[0].outcome]);
+      });
+      continue;
+    }
+    // The effect and the acknowledgement in one transaction: it commits only while the lease is ours.
+    try {
+      await inTransaction(pool, async (tx) => {
+        await tx.query('INSERT INTO effects (job_id, n, attempt, worker, held_ms) VALUES ($1, $2, $3, $4, $5)',
+          [id, payload.n, attempt, worker, Date.now() - started]);
+        const r = await tx.query(`SELECT ck.complete('jobs', $1, $2) AS done`, [id, token]);
+        if (!r.rows[0].done) throw new LeaseLost(); // rolls the effect back: the job's new holder records it
+      });
+    } catch (e) {
+      if (!(e instanceof LeaseLost)) throw e;
+      stats.leasesLost++;
+    }
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// processJob does a job's work. A slow job runs 2.5 s on a 1 s lease: it heartbeats every 250 ms.
+async function processJob(pool, id, token, payload, attempt) {
+  if (payload.kind === 'flaky' && attempt === 1) {
+    throw new Error(`job ${payload.n} failed on attempt ${attempt}`);
+  }
+  if (payload.kind === 'slow') {
+    for (const end = Date.now() + 2500; Date.now() < end;) {
+      await sleep(250);
+      const r = await pool.query(`SELECT ck.extend_lease('jobs', $1, $2, '1 second') AS until`, [id, token]);
+      stats.heartbeats++;
+      if (r.rows[0].until === null) { // NULL: the lease was lost
+        stats.heartbeatsLost++;
+        throw new LeaseLost();
+      }
+    }
+  }
+}
+
+// sell takes n units of sku: the new quantity, or an error whose code is CK001 (not enough) or CK004 (no such sku).
+async function sell(pool, sku, n) {
+  const r = await pool.query(`SELECT ck.decrement('stock', 'qty', $1::int, $2) AS left`, [sku, n]);
+  return Number(r.rows[0].left);
+}
+
+// classify says what to do about an error: 'retry', 'busy', 'conflict' (tell the user) or 'error'.
+async function classify(pool, error) {
+  if (!error || typeof error.code !== 'string' || !/^[0-9A-Z]{5}$/.test(error.code)) return 'error';
+  const r = await pool.query('SELECT ck.sqlstate_action($1) AS action', [error.code]);
+  return r.rows[0].action;
+}
+
+// relay runs f(client) in a transaction that holds advisory lock relay:partition. It waits at most
+// 500 ms for the lock, then throws an error with code 55P03 (ck.sqlstate_action: 'busy').
+async function relay(client, partition, f) {
+  return withTransaction(client, async () => {
+    await client.query(`SELECT ck.xact_lock('relay', $1, '500 ms')`, [partition]);
+    return f(client); // the lock goes with the transaction
+  });
+}
+
+// takeSeat books a seat of show 7 for customer while fewer than 20 are taken. ck.retry runs the
+// statements in a SERIALIZABLE transaction, again after 40001/40P01; call it outside a transaction.
+async function takeSeat(pool, customer) {
+  const sql = `SELECT pg_sleep(0.01); -- widens the race for the test
+    INSERT INTO seats (show_id, customer, attempt)
+    SELECT 7, ${quoteLiteral(customer)}, ck.current_attempt() WHERE (SELECT count(*) FROM seats WHERE show_id = 7) < 20`;
+  const r = await pool.query(`CALL ck.retry($1, 'serializable', 20)`, [sql]);
+  return r.rows[0].attempts;
+}
+
+const quoteLiteral = (s) => `'${s.replace(/'/g, "''")}'`;
+
+async function attempt(f) {
+  try {
+    await f();
+    return null;
+  } catch (e) {
+    return e;
+  }
+}
+
+async function testQueue(pool, workers) {
+  const started = Date.now();
+  const errors = [];
+  await Promise.all(Array.from({ length: workers }, (_, i) =>
+    work(pool, i + 1).catch((e) => errors.push(`worker ${i + 1}: ${e.message}`))));
+  tap(errors.length === 0, `node: ${workers} workers (pg.Pool of ${workers}) drained the queue in ` +
+    `${((Date.now() - started) / 1000).toFixed(1)} s without an error`);
+  errors.forEach(note);
+  tap(stats.heartbeats > 0 && stats.heartbeatsLost === 0,
+    `node: every heartbeat of the slow jobs (ck.extend_lease, ${stats.heartbeats} in all) kept the lease`);
+  note(`${stats.failed} jobs raised and were handed back with ck.fail; ` +
+    `${stats.leasesLost} acknowledgements found the lease lost`);
+}
+
+async function testDecrement(pool, workers) {
+  let error = await attempt(() => sell(pool, 7, 5)); // 3 in stock
+  tap(error && error.code === 'CK001', `node: ck.decrement beyond stock: error.code CK001 (${error && error.message})`);
+  const detail = error && error.detail;
+  tap(typeof detail === 'string' && detail.includes('available 3') && detail.includes('requested 5'),
+    `node: ... and error.detail with the numbers (${JSON.stringify(detail)})`);
+  tap(await classify(pool, error) === 'conflict', 'node: ck.sqlstate_action classifies CK001 as conflict');
+  let qty = (await pool.query('SELECT qty FROM stock WHERE sku = 7')).rows[0].qty;
+  tap(qty === 3, `node: the failed decrement changed nothing (qty ${qty})`);
+  error = await attempt(() => sell(pool, 999, 1));
+  tap(error && error.code === 'CK004' && await classify(pool, error) === 'conflict',
+    `node: no such sku: CK004, a conflict (${error && error.message})`);
+
+  let sold = 0, refused = 0;
+  const other = [];
+  await Promise.all(Array.from({ length: workers }, async () => {
+    for (let i = 0; i < 5; i++) {
+      const e = await attempt(() => sell(pool, 42, 1));
+      if (!e) sold++;
+      else if (e.code === 'CK001') refused++;
+      else other.push(e.message);
+    }
+  }));
+  qty = (await pool.query('SELECT qty FROM stock WHERE sku = 42')).rows[0].qty;
+  tap(sold === 30 && refused === 10 && other.length === 0 && qty === 0,
+    `node: ${workers} callers x 5 sales of the last 30 units: ${sold} sold, ${refused} CK001, ` +
+    `${other.length} other errors, ${qty} left`);
+  other.forEach(note);
+}
+
+async function testLock(pool) {
+  const a = await pool.connect();
+  const b = await pool.connect();
+  try {
+    const before = (await b.query('SHOW lock_timeout')).rows[0].lock_timeout;
+    await a.query('BEGIN');
+    await a.query(`SELECT ck.xact_lock('relay', 7)`);
+    let ran = false;
+    const started = Date.now();
+    const error = await attempt(() => relay(b, 7, async () => { ran = true; }));
+    const waited = Date.now() - started;
+    tap(error && error.code === '55P03' && !ran,
+      `node: connection B: 55P03 from ck.xact_lock('relay', 7, '500 ms') (${error && error.message})`);
+    tap(waited >= 450 && waited < 3000, `node: ... after waiting about the timeout (${waited} ms)`);
+    tap(await classify(pool, error) === 'busy', 'node: ck.sqlstate_action classifies it as busy');
+    const one = (await b.query('SELECT 1 AS one')).rows[0].one;
+    const after = (await b.query('SHOW lock_timeout')).rows[0].lock_timeout;
+    tap(one === 1 && after === before,
+      `node: connection B is usable afterwards, its lock_timeout unchanged (${after}, was ${before})`);
+    await a.query('COMMIT');
+    const held = await relay(b, 7, async (client) => (await client.query(
+      `SELECT count(*)::int AS n FROM ck.held_locks() WHERE ns_name = 'relay' AND key = 7`)).rows[0].n);
+    tap(held === 1, `node: once A committed, B takes the lock (held ${held})`);
+  } finally {
+    a.release();
+    b.release();
+  }
+}
+
+async function testRetry(pool, workers) {
+  const attempts = new Map();
+  const errors = [];
+  await Promise.all(Array.from({ length: workers }, async (_, w) => {
+    for (let i = 1; i <= 5; i++) {
+      const customer = `node-${w + 1}-${i}`;
+      try {
+        attempts.set(customer, await takeSeat(pool, customer));
+      } catch (e) {
+        errors.push(e.message);
+      }
+    }
+  }));
+  const calls = workers * 5;
+  const total = [...attempts.values()].reduce((s, n) => s + n, 0);
+  tap(errors.length === 0 && attempts.size === calls,
+    `node: ${calls} CALL ck.retry(...) from ${workers} callers returned their attempts`);
+  errors.forEach(note);
+  const seats = (await pool.query('SELECT customer, attempt FROM seats WHERE show_id = 7')).rows;
+  tap(seats.length === 20, `node: exactly 20 seats taken (${seats.length})`);
+  tap(total > calls, `node: serialization failures were retried: ${total} attempts for ${calls} calls`);
+  const mismatched = seats.filter((s) => attempts.get(s.customer) !== s.attempt).length;
+  tap(mismatched === 0,
+    `node: each seat was taken by the attempt whose number CALL returned (ck.current_attempt), ${mismatched} mismatches`);
+  const error = await attempt(() => inTransaction(pool, (tx) => tx.query(`CALL ck.retry('SELECT 1')`)));
+  tap(error && error.code === '25001',
+    `node: CALL ck.retry inside a transaction is refused with 25001 (${error && error.message})`);
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  let workers = 8;
+  const w = args.indexOf('--workers');
+  if (w >= 0) workers = Number(args.splice(w, 2)[1]);
+  const pool = new Pool({ max: workers });
+  const parts = { queue: testQueue, decrement: testDecrement, lock: testLock, retry: testRetry };
+  for (const part of args) {
+    if (!parts[part]) {
+      tap(false, `unknown part ${part}`);
+      continue;
+    }
+    try {
+      await parts[part](pool, workers);
+    } catch (e) {
+      tap(false, `node: part ${part} threw ${e.stack}`);
+    }
+  }
+  note(`pg ${require('pg/package.json').version}, node ${process.version}, ` +
+    `the pool held ${pool.totalCount} connections at most ${workers}`);
+  await pool.end();
+  process.exitCode = failures ? 1 : 0;
+}
+
+main();

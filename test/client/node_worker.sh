@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The Node worker (test/client/node/ckworker.js, pg from npm, pinned in package-lock.json): a pg.Pool
+# of 8 drains 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sells the last units
+# with ck.decrement (CK001 in error.code), meets a timed ck.xact_lock held by another pooled
+# connection (55P03, connection usable afterwards) and calls CALL ck.retry. Prints TAP.
+set -euo pipefail
+source "$(dirname "$0")/lib/tap.sh"
+
+db=ck_node
+trap 'drop_db "$db"; rm -rf "$tap_dir"' EXIT
+
+# npm ci: exactly the locked versions, into test/client/node/node_modules (git-ignored).
+if out=$(cd "$client_dir/node" && npm ci --no-audit --no-fund --prefer-offline 2>&1); then
+    ok "node: npm ci installed pg $(cd "$client_dir/node" && node -p 'require("pg/package.json").version') (node $(node --version))"
+else
+    not_ok "node: npm ci in test/client/node"
+    sed 's/^/# /' <<<"$out" | tail -n 20
+    tap_done
+    exit 1
+fi
+setup_db "$db" 2000
+run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry
+outcome_checks node 8
+readme_check node test/client/node/ckworker.js
+tap_done

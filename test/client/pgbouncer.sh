@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# PgBouncer (Debian's pgbouncer, 1.18) in transaction pooling mode in front of the test cluster:
+# the Go worker's queue, decrement, xact-lock and retry parts through it with 8 client connections
+# over 3 server connections (pgx with statement_cache_mode=describe), and the Node worker with
+# nothing set; then one test per finding: prepared statements of pgx and psycopg fail, the
+# settings that avoid them work, ck.session_lock leaks (and works through a session-mode pool),
+# per-backend caches stay right when a client's transactions move between server connections.
+# PgBouncer listens on 127.0.0.1 only, port PGPORT + 10000, runs as postgres when run by root,
+# keeps config, pid and log in a temporary directory, and is always stopped. Prints TAP.
+set -euo pipefail
+source "$(dirname "$0")/lib/tap.sh"
+
+db=ck_bouncer
+node_db=ck_bouncer_node
+server_conns=3
+bport=$((PGPORT + 10000))
+((bport <= 65535)) || bport=$((PGPORT - 10000))
+tmp=$(mktemp -d /tmp/ck_pgbouncer.XXXXXX)
+pgbouncer=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
+bouncer_pid=
+
+# alive PID: the process runs (a zombie does not count: it may never be reaped here).
+alive() {
+    local state
+    state=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $state != Z* ]]
+}
+stop_bouncer() {
+    [[ -n $bouncer_pid ]] || return 0
+    kill -TERM "$bouncer_pid" 2>/dev/null || true
+    for _ in $(seq 50); do alive "$bouncer_pid" || break; sleep 0.1; done
+    ! alive "$bouncer_pid" || kill -KILL "$bouncer_pid" 2>/dev/null || true
+}
+cleanup() {
+    stop_bouncer
+    drop_db "$db"
+    drop_db "$node_db"
+    rm -rf "$tmp" "$tap_dir"
+}
+trap cleanup EXIT
+trap 'exit 129' HUP PIPE; trap 'exit 130' INT; trap 'exit 143' TERM
+
+# start_bouncer: PgBouncer in transaction mode, daemonized, as postgres when we are root.
+start_bouncer() {
+    [[ -x $pgbouncer ]] || { echo "pgbouncer not found (apt-get install pgbouncer)"; return 1; }
+    if psql -X -h 127.0.0.1 -p "$bport" -d postgres -c '' >/dev/null 2>&1; then
+        echo "something already listens on 127.0.0.1:$bport"
+        return 1
+    fi
+    cat >"$tmp/pgbouncer.ini" <<EOF
+[databases]
+$db = host=127.0.0.1 port=$PGPORT dbname=$db user=postgres
+${db}_session = host=127.0.0.1 port=$PGPORT dbname=$db user=postgres pool_mode=session
+$node_db = host=127.0.0.1 port=$PGPORT dbname=$node_db user=postgres
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $bport
+unix_socket_dir =
+auth_type = any
+pool_mode = transaction
+default_pool_size = $server_conns
+max_client_conn = 200
+server_round_robin = 0
+ignore_startup_parameters = extra_float_digits
+pidfile = $tmp/pgbouncer.pid
+logfile = $tmp/pgbouncer.log
+EOF
+    if [[ $EUID -eq 0 ]]; then
+        chown -R postgres: "$tmp"
+        (cd / && runuser -u postgres -- "$pgbouncer" -d -q "$tmp/pgbouncer.ini")
+    else
+        "$pgbouncer" -d -q "$tmp/pgbouncer.ini"
+    fi
+    for _ in $(seq 50); do
+        [[ -s $tmp/pgbouncer.pid ]] && bouncer_pid=$(<"$tmp/pgbouncer.pid")
+        [[ -n $bouncer_pid ]] && psql -X -h 127.0.0.1 -p "$bport" -d "$db" -Atc 'SELECT 1' >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    tail -n 20 "$tmp/pgbouncer.log" 2>/dev/null
+    return 1
+}
+
+if build_go "$tmp/ckworker" "$tmp" 2>"$tmp/build.log"; then
+    ok "pgbouncer: the Go worker builds"
+else
+    not_ok "pgbouncer: the Go worker builds"
+    sed 's/^/# /' "$tmp/build.log"
+fi
+setup_db "$db" 2000
+setup_db "$node_db" 500
+export PGDATABASE=$db
+
+if start_bouncer >"$tmp/start.log" 2>&1; then
+    ok "pgbouncer: $("$pgbouncer" --version | head -n 1) in transaction mode on 127.0.0.1:$bport, $server_conns server connections per pool"
+else
+    not_ok "pgbouncer: started in transaction mode on 127.0.0.1:$bport"
+    sed 's/^/# /' "$tmp/start.log"
+    tap_done
+    exit 1
+fi
+bouncer="host=127.0.0.1 port=$bport user=postgres"
+
+# 1. What works unchanged (given a driver that does not prepare named statements): the Go worker.
+if [[ -x $tmp/ckworker ]]; then
+    tap_prefix="through pgbouncer, "
+    run_tap "go worker through pgbouncer" 150 "$tmp/ckworker" -workers 8 -parts queue,decrement,lock,retry \
+        -dsn "$bouncer dbname=$db statement_cache_mode=describe"
+    clients=$(sed -n 's/^# client connections: \([0-9]*\)$/\1/p' "$tap_dir/last.out")
+    servers=$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db' AND client_addr IS NOT NULL")
+    if ((${clients:-0} > servers && servers > 0 && servers <= server_conns)); then
+        ok "pgbouncer: the Go pool's ${clients:-0} client connections shared $servers server connections"
+    else
+        not_ok "pgbouncer: the Go pool's ${clients:-0} client connections shared $servers server connections (at most $server_conns)"
+    fi
+    tap_prefix=
+    outcome_checks "go through pgbouncer" 8
+fi
+
+# Node's pg sends unnamed statements only (unless a query is given a name): nothing to set.
+if (cd "$client_dir/node" && npm ci --no-audit --no-fund --prefer-offline >"$tmp/npm.log" 2>&1); then
+    tap_prefix="through pgbouncer, " PGHOST=127.0.0.1 PGPORT=$bport PGDATABASE=$node_db \
+        run_tap "node worker through pgbouncer" 120 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry
+    PGDATABASE=$node_db outcome_checks "node through pgbouncer" 8
+else
+    not_ok "pgbouncer: npm ci in test/client/node"
+    sed 's/^/# /' "$tmp/npm.log" | tail -n 20
+fi
+
+# 2. What a driver must set, 3. per-backend caches, 4. session locks: one test each.
+if [[ -x $tmp/ckworker ]]; then
+    run_tap "go pgbouncer findings" 60 "$tmp/ckworker" -workers 2 -parts prepare,caches,session \
+        -dsn "$bouncer dbname=$db statement_cache_mode=describe" -direct "" -session-dsn "$bouncer dbname=${db}_session"
+fi
+run_tap "python pgbouncer findings" 60 /usr/bin/python3 "$client_dir/python/ckworker.py" --dsn "$bouncer dbname=$db" prepare
+
+stop_bouncer
+if [[ -n $bouncer_pid ]] && ! alive "$bouncer_pid" &&
+    ! psql -X -h 127.0.0.1 -p "$bport" -d "$db" -c '' >/dev/null 2>&1; then
+    ok "pgbouncer: stopped (process $bouncer_pid gone, nothing listens on 127.0.0.1:$bport)"
+else
+    not_ok "pgbouncer: stopped (process ${bouncer_pid:-unknown})"
+fi
+tap_done

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The Python worker (test/client/python/ckworker.py, psycopg 3 from Debian's python3-psycopg):
+# 8 worker threads drain 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sell the
+# last units with ck.decrement (CK001 in the driver's error), meet a timed ck.xact_lock held by
+# another connection (55P03, connection usable afterwards) and CALL ck.retry. Prints TAP.
+set -euo pipefail
+source "$(dirname "$0")/lib/tap.sh"
+
+db=ck_python
+trap 'drop_db "$db"; rm -rf "$tap_dir"' EXIT
+python=/usr/bin/python3   # Debian's, whose dist-packages hold psycopg (not a python3 earlier in PATH)
+
+if "$python" -c 'import psycopg' 2>/dev/null; then
+    ok "python: psycopg $("$python" -c 'import psycopg; print(psycopg.__version__)') from Debian imports in $python"
+else
+    not_ok "python: psycopg from Debian imports in $python (apt-get install python3-psycopg)"
+    tap_done
+    exit 1
+fi
+setup_db "$db" 2000
+run_tap "python worker" 150 "$python" "$client_dir/python/ckworker.py" --workers 8 queue decrement lock retry
+outcome_checks python 8
+readme_check python test/client/python/ckworker.py
+tap_done
