@@ -112,3 +112,31 @@ COMMENT ON FUNCTION ck.complete_and_claim(regclass, bigint, bigint, integer, int
 'a worker''s loop in one call: completes the job held (raising CK005 when the lease was lost, so the job''s effects roll back) and claims up to batch more, like ck.claim';
 COMMENT ON FUNCTION ck.sqlstate_action(text) IS
 'what a client should do with an error: retry (40001, 40P01), busy (55P03), conflict (23505, 23P01, CK001-CK005) or error';
+
+-- New in 0.2.0: claim_wait woken on commit (with the library preloaded). Every queue gets the
+-- statement trigger that marks it; queues made under 0.1.0 get it here.
+CREATE FUNCTION ck.queue_ready() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queue_ready';
+COMMENT ON FUNCTION ck.queue_ready() IS
+'statement trigger of every queue (AFTER INSERT): wakes the queue''s ck.claim_wait waiters when the transaction commits (with the library preloaded)';
+
+CREATE FUNCTION ck.claim_wait_mode()
+RETURNS text
+LANGUAGE c STABLE PARALLEL SAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_claim_wait_mode';
+COMMENT ON FUNCTION ck.claim_wait_mode() IS
+'how ck.claim_wait learns of new jobs: commit (woken by the committing transaction; the library is in shared_preload_libraries) or poll (looks again every 10 to 200 ms)';
+
+COMMENT ON FUNCTION ck.claim_wait(regclass, integer, interval, interval) IS
+'like claim, but waits up to max_wait for jobs: woken by the commit that makes jobs ready when the library is preloaded, else looking again every 10 to 200 ms; also wakes when a scheduled job or a lease end comes due';
+
+DO $$
+DECLARE
+    q pg_catalog.regclass;
+BEGIN
+    FOR q IN SELECT queue FROM ck.queues LOOP
+        EXECUTE pg_catalog.format('CREATE TRIGGER ck_ready AFTER INSERT ON %s FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_ready()',
+                                  (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, q, 0)).identity);
+    END LOOP;
+END
+$$;

@@ -120,6 +120,18 @@ $$;
 COMMENT ON FUNCTION ck.notify_queue() IS
 'statement trigger of queues made with notify => true: NOTIFY "schema.queue" once per inserting statement';
 
+CREATE FUNCTION ck.queue_ready() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queue_ready';
+COMMENT ON FUNCTION ck.queue_ready() IS
+'statement trigger of every queue (AFTER INSERT): wakes the queue''s ck.claim_wait waiters when the transaction commits (with the library preloaded)';
+
+CREATE FUNCTION ck.claim_wait_mode()
+RETURNS text
+LANGUAGE c STABLE PARALLEL SAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_claim_wait_mode';
+COMMENT ON FUNCTION ck.claim_wait_mode() IS
+'how ck.claim_wait learns of new jobs: commit (woken by the committing transaction; the library is in shared_preload_libraries) or poll (looks again every 10 to 200 ms)';
+
 -- Resolves an unqualified queue name with the caller's search_path, as CREATE TABLE does;
 -- every name in the DDL it runs is schema-qualified.
 CREATE FUNCTION ck.create_queue(queue text, lease interval DEFAULT '30 seconds', max_attempts integer DEFAULT 5,
@@ -171,7 +183,7 @@ RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, le
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
 AS 'MODULE_PATHNAME', 'ck_claim_wait';
 COMMENT ON FUNCTION ck.claim_wait(regclass, integer, interval, interval) IS
-'like claim, but waits on the backend''s latch, checking again every 10 to 200 ms, up to max_wait for jobs';
+'like claim, but waits up to max_wait for jobs: woken by the commit that makes jobs ready when the library is preloaded, else looking again every 10 to 200 ms; also wakes when a scheduled job or a lease end comes due';
 
 CREATE FUNCTION ck.complete(queue regclass, id bigint, lease_token bigint)
 RETURNS boolean

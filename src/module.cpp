@@ -2,6 +2,7 @@
 #include "pg.hpp"
 #include "lock_namespace.hpp"
 #include "plan_cache.hpp"
+#include "queue_wakeup.hpp"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -12,5 +13,6 @@ void _PG_init(void)
 {
     ck::plan_cache_init();
     ck::lock_namespace_init();
+    ck::queue_wakeup_init();
 }
 }

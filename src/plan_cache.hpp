@@ -27,6 +27,7 @@ enum class StatementKind : uint8_t {
     RetryDead,
     PurgeDead,
     Stats,
+    NextDue,         // the earliest future run_at of a queue (a schedule or a lease end)
     NamespaceLookup,
     NamespaceRegister,
 };

@@ -4,12 +4,11 @@
 #include "args.hpp"
 #include "errcodes.hpp"
 #include "queue.hpp"
+#include "queue_wakeup.hpp"
 #include "spi.hpp"
 
 extern "C" {
 #include "common/pg_prng.h"
-#include "pgstat.h"
-#include "storage/latch.h"
 #include "utils/array.h"
 #include "utils/inval.h"
 #include "utils/timestamp.h"
@@ -145,6 +144,22 @@ CK_FUNCTION(ck_claim)
     return result;
 }
 
+// The earliest future run_at of the queue after `now` (a scheduled job, a retry, a lease
+// end), or DT_NOEND when there is none.
+TimestampTz next_due(Oid queue, TimestampTz now)
+{
+    const Prepared &p = ck::queue_statement(StatementKind::NextDue, queue);
+    Datum values[1] = {TimestampTzGetDatum(now)};
+    ck::execute_plan(p.plan, values, nullptr, ck::Snap::Fresh);
+    bool isnull;
+    Datum due = ck::result_datum(0, 1, &isnull);
+    return isnull ? DT_NOEND : DatumGetTimestampTz(due);
+}
+
+// Waits up to max_wait for jobs. With the library preloaded, it sleeps on its queue's
+// condition variable, which commits that make jobs ready broadcast on (prepared before each
+// look, so no commit is missed); without, it looks again after 10 ms, doubling to 200 ms.
+// Either way it also wakes when the next scheduled job or lease end comes due.
 CK_FUNCTION(ck_claim_wait)
 {
     require_arg(fcinfo, 0, "queue");
@@ -157,24 +172,30 @@ CK_FUNCTION(ck_claim_wait)
         throw ck::Error(ERRCODE_ACTIVE_SQL_TRANSACTION, "ck.claim_wait needs READ COMMITTED",
                         "Under REPEATABLE READ or SERIALIZABLE one snapshot would never see new jobs.");
     TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(ck::interval_usecs(max_wait));
+    bool on_commit = ck::queue_wakeup_active();
 
     ck::spi_connect();
-    long sleep_ms = 10;
-    // Each check needs a new snapshot to see jobs committed while we wait.
-    while (claim_once(queue, batch, lease, ck::Snap::Fresh) == 0) {
+    long poll_ms = 10;
+    for (;;) {
+        ck::pg_call([&] { ck::queue_wait_prepare(queue); });
+        // Each look needs a new snapshot to see jobs committed while we wait.
+        if (claim_once(queue, batch, lease, ck::Snap::Fresh) > 0)
+            break;
         TimestampTz now = GetCurrentTimestamp();
         if (now >= deadline)
             break;
-        long left_ms = static_cast<long>((deadline - now + 999) / 1000);
-        long nap = std::min(sleep_ms, left_ms);
+        TimestampTz wake = std::min(deadline, next_due(queue, now));
+        long nap_ms = static_cast<long>((std::max<TimestampTz>(wake - now, 0) + 999) / 1000);
+        if (!on_commit) {
+            nap_ms = std::min(nap_ms, poll_ms);
+            poll_ms = std::min(poll_ms * 2, 200L);   // short looks, never a busy loop
+        }
         ck::pg_call([&] {
             SPI_freetuptable(SPI_tuptable);
-            (void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, nap, PG_WAIT_EXTENSION);
-            ResetLatch(MyLatch);
-            CHECK_FOR_INTERRUPTS();
+            ck::queue_wait_sleep(std::max(nap_ms, 1L));
         });
-        sleep_ms = std::min(sleep_ms * 2, 200L);   // short checks, never a busy loop
     }
+    ck::pg_call([] { ck::queue_wait_cancel(); });
     Datum result = ck::return_result_rows(fcinfo);
     ck::spi_finish();
     return result;
@@ -308,6 +329,7 @@ CK_FUNCTION(ck_fail)
         Datum values[4] = {a.id, IntervalPGetDatum(&delay), error, TimestampTzGetDatum(GetCurrentTimestamp())};
         char nulls[4] = {' ', ' ', error_null, ' '};
         ck::execute_plan(retry.plan, values, nulls);
+        ck::pg_call([&] { ck::queue_mark_ready(a.queue); });   // its waiters learn the retry time
         outcome = "retry";
     }
     ck::spi_finish();

@@ -106,6 +106,9 @@ CK_FUNCTION(ck_create_queue)
     ck::execute_sql(("CREATE INDEX ON " + dead + " (died_at)").c_str());
     ck::execute_sql(("COMMENT ON TABLE " + q + " IS 'concurrency_kit queue; dead letters in " +
                      at.dead + "'").c_str());
+    // Waiters in ck.claim_wait wake when a statement that inserted jobs commits.
+    ck::execute_sql(("CREATE TRIGGER ck_ready AFTER INSERT ON " + q +
+                     " FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_ready()").c_str());
     if (notify)
         ck::execute_sql(("CREATE TRIGGER ck_notify AFTER INSERT ON " + q +
                          " FOR EACH STATEMENT EXECUTE FUNCTION ck.notify_queue()").c_str());

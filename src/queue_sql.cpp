@@ -74,6 +74,13 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
 {
     const std::string now = "pg_catalog.now()";
     const std::string token_is = "(lease_token" EQ "$2) IS TRUE";
+    // The queue's distinct priorities, one index probe each (a loose scan of the claim index).
+    const std::string priorities = "WITH RECURSIVE priorities AS ("
+        "  (SELECT priority FROM " + q + " ORDER BY priority LIMIT 1)"
+        "  UNION ALL"
+        "  SELECT (SELECT priority FROM " + q + " WHERE priority" CK_OP(">") "p.priority ORDER BY priority LIMIT 1)"
+        "  FROM priorities AS p WHERE p.priority IS NOT NULL"
+        ")";
     switch (kind) {
     case StatementKind::Enqueue:
         return {"INSERT INTO " + q + " (payload, run_at, priority) VALUES ($1, $2, $3) RETURNING id",
@@ -127,15 +134,15 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 {INT8OID}, 1, 0};
     case StatementKind::PurgeDead:
         return {"DELETE FROM " + dead + " WHERE died_at" CK_OP("<") "(" + now + CK_OP("-") "$1)", {INTERVALOID}, 1, 0};
+    case StatementKind::NextDue:
+        return {priorities + " SELECT pg_catalog.min(n.run_at) FROM priorities AS p,"
+                "  LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority" EQ "p.priority AND j.run_at" CK_OP(">")
+                "$1 ORDER BY j.run_at LIMIT 1) AS n WHERE p.priority IS NOT NULL",
+                {TIMESTAMPTZOID}, 1, 0};
     case StatementKind::Stats:
         // Exact counts from the index ranges that stay small (leased, scheduled and claimable
         // up to 10,000 rows); past that, ready is estimated from the table's size.
-        return {"WITH RECURSIVE priorities AS ("
-                "  (SELECT priority FROM " + q + " ORDER BY priority LIMIT 1)"
-                "  UNION ALL"
-                "  SELECT (SELECT priority FROM " + q + " WHERE priority" CK_OP(">") "p.priority ORDER BY priority LIMIT 1)"
-                "  FROM priorities AS p WHERE p.priority IS NOT NULL"
-                "), leased AS ("
+        return {priorities + ", leased AS ("
                 "  SELECT pg_catalog.count(*) FILTER (WHERE run_at" CK_OP(">") + now + ") AS running,"
                 "         pg_catalog.count(*) FILTER (WHERE run_at" CK_OP("<=") + now + ") AS expired"
                 "  FROM " + q + " WHERE lease_token IS NOT NULL"

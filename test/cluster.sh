@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Throwaway PostgreSQL cluster for the harness: `start`, `stop` (and wipe), or `env` (prints the exports clients need).
+# Throwaway PostgreSQL cluster for the harness: `start`, `stop` (and wipe), `preload on|off` (restart with or without
+# the library in shared_preload_libraries; start preloads it unless CK_PRELOAD=off), or `env` (the exports clients need).
 set -euo pipefail
 
 port=${CK_PORT:-54329}
@@ -48,16 +49,31 @@ start() {
 listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
-max_connections = 100
+max_connections = 300
 fsync = on
 synchronous_commit = on
-shared_preload_libraries = ''
+shared_preload_libraries = '$([[ ${CK_PRELOAD:-on} == off ]] || echo concurrency_kit)'
 EOF
     if ! as_server_user "$bindir/pg_ctl" -D "$data" -l "$log" -w start >/dev/null; then
         tail -n 50 "$log" >&2
         exit 1
     fi
     echo "cluster: PostgreSQL $("$bindir/postgres" -V | awk '{print $3}') on 127.0.0.1:$port, socket dir $dir"
+}
+
+# preload on|off: restarts the running cluster with or without the library preloaded (ck.claim_wait's wake-up on commit).
+preload() {
+    local value=
+    case ${1:-} in
+        on) value=concurrency_kit ;;
+        off) ;;
+        *) echo "usage: $0 preload on|off" >&2; exit 2 ;;
+    esac
+    sed -i "s/^shared_preload_libraries = .*/shared_preload_libraries = '$value'/" "$data/postgresql.conf"
+    if ! as_server_user "$bindir/pg_ctl" -D "$data" -l "$log" -m fast -w restart >/dev/null; then
+        tail -n 50 "$log" >&2
+        exit 1
+    fi
 }
 
 print_env() {
@@ -72,6 +88,7 @@ EOF
 case ${1:-} in
     start) start ;;
     stop) stop ;;
+    preload) preload "${2:-}" ;;
     env) print_env ;;
-    *) echo "usage: $0 start|stop|env" >&2; exit 2 ;;
+    *) echo "usage: $0 start|stop|preload on|off|env" >&2; exit 2 ;;
 esac

@@ -92,6 +92,23 @@ batches() {
     done
 }
 
+# scaling SCRIPT [VAR=VALUE...]: jobs per second of a queue SCRIPT (one job per transaction) at each of
+# $scaling_clients clients, synchronous_commit off, one run each after the same set-up; a table row with every
+# figure and the share of the script's own peak kept at the largest client count.
+scaling() {
+    local script=$1 clients tps row="" peak=0 last var
+    local -a defines=()
+    for var in "${@:2}"; do defines+=(-D "$var"); done
+    for clients in "${scaling_clients[@]}"; do
+        tps=$(mean_tps queue_setup.sql "$clients" off "${defines[@]}" "$script")
+        tps=${tps% }
+        row+=" $tps |"
+        ((tps > peak)) && peak=$tps
+        last=$tps
+    done
+    awk -v s="$script" -v r="$row" -v p="$peak" -v l="$last" 'BEGIN { printf "| %s |%s %.2f |\n", s, r, l / p }' | out
+}
+
 # claim_latency BACKLOG: average latency in ms of ck.claim (one client, synchronous_commit off) on a queue kept at
 # BACKLOG jobs (each claimed job is completed and replaced), starting from a freshly filled and vacuumed queue.
 claim_latency() {
@@ -160,8 +177,8 @@ backend_memory() {
                    (SELECT * FROM memory_samples ORDER BY calls DESC LIMIT 1) AS last" | out
 }
 
-# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue lock overlaps batches latency
-# size memory) is unset or names SECTION.
+# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue scaling lock overlaps batches
+# latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -237,6 +254,23 @@ client_counts=(1 2 4 8 16)
 compare queue "queue: claim + complete" "handwritten ck"
 compare queue "queue: claim + complete, against the same SQL by hand" "samesql ck"
 compare queue "queue: complete_and_claim, against the seed" "handwritten cac" job=0 token=0
+fi
+
+if wanted scaling; then
+scaling_clients=(1 4 16 64 256)
+out <<EOF
+
+## Queue: many workers
+
+Jobs per second with synchronous_commit off, one run per cell after the same set-up (a backlog of
+$backlog jobs); the last column is the share of the script's own peak kept at 256 clients. The seed
+is \`FOR UPDATE SKIP LOCKED\` + \`DELETE\` (two statements per job), ck one \`ck.complete_and_claim\` per job.
+
+| script | 1 | 4 | 16 | 64 | 256 | kept at 256 |
+|---|---:|---:|---:|---:|---:|---:|
+EOF
+scaling queue_handwritten.sql
+scaling queue_cac.sql job=0 token=0
 fi
 
 if wanted lock; then

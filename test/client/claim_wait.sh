@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # ck.claim_wait returns as soon as a job is enqueued while it waits (not after max_wait),
-# and the lease it grants counts from the claim, not from the start of the transaction.
-# Prints TAP.
+# not for an enqueue that rolls back, stays interruptible while it sleeps, and the lease it
+# grants counts from the claim, not from the start of the transaction. With the library
+# preloaded (ck.claim_wait_mode() = 'commit') the commit itself wakes the waiter: it must
+# return within 50 ms of the producer's COMMIT; polling, within 400 ms. make test runs this
+# in both configurations. Prints TAP.
 set -euo pipefail
 
 db=ck_claim_wait
@@ -37,4 +40,63 @@ late=$(sql -c "BEGIN" -c "SELECT pg_sleep(3)" -c "SELECT lease_until > clock_tim
            -c "COMMIT" | tail -n 1)
 check "a lease taken late in a transaction ends after the claim, not before it" test "$late" = t
 check "nobody else can claim that job while its lease runs" test "$(sql -c "SELECT count(*) FROM ck.claim('late')")" = 0
+mode=$(sql -c "SELECT ck.claim_wait_mode()")
+bound_ms=$([[ $mode == commit ]] && echo 50 || echo 400)
+echo "# wake-up mode: $mode"
+sql -c "SELECT FROM ck.create_queue('wake', lease => '1 hour')"
+
+# wake_after_commit: a waiter sleeps on queue wake; a producer commits a job 0.3 s later. Prints
+# the jobs the waiter got and the milliseconds from the producer's last moment before COMMIT to
+# the waiter's return (both clocks are the server's): the commit's own time plus the wake-up.
+wake_after_commit() {
+    local out
+    out=$(mktemp)
+    sql -F ' ' -c "SELECT count(*), extract(epoch FROM clock_timestamp()) FROM ck.claim_wait('wake', 1, NULL, '10 seconds')" >"$out" &
+    local worker=$!
+    sleep 0.3
+    local committed
+    committed=$(sql -c "BEGIN" -c "SELECT FROM ck.enqueue('wake', '{}')" -c "SELECT extract(epoch FROM clock_timestamp())" \
+                    -c "COMMIT")
+    wait "$worker"
+    awk -v c="$committed" '{ printf "%d %.1f\n", $1, ($2 - c) * 1000 }' "$out"
+    rm -f "$out"
+}
+worst=0
+for i in 1 2 3 4 5; do
+    read -r got ms < <(wake_after_commit)
+    [[ $got == 1 ]] || worst=99999
+    worst=$(awk -v a="$worst" -v b="$ms" 'BEGIN { print (b > a ? b : a) }')
+done
+echo "# 5 waiters woken by a commit: at most $worst ms after the producer began to commit"
+check "a commit wakes the waiter within $bound_ms ms (5 tries, worst $worst ms)" \
+    awk -v w="$worst" -v b="$bound_ms" 'BEGIN { exit !(w < b) }'
+
+# A rolled-back enqueue wakes nobody with a job: the waiter returns empty at max_wait.
+out=$(mktemp)
+sql -F ' ' -c "SELECT count(*), round(extract(epoch FROM clock_timestamp() - statement_timestamp())::numeric, 1)
+               FROM ck.claim_wait('wake', 1, NULL, '1.5 seconds')" >"$out" &
+worker=$!
+sleep 0.3
+sql -c "BEGIN" -c "SELECT FROM ck.enqueue('wake', '{}')" -c "ROLLBACK"
+wait "$worker"
+read -r got waited <"$out"
+check "a rolled-back enqueue gives the waiter nothing; it returns at max_wait ($waited s)" \
+    awk -v g="$got" -v w="$waited" 'BEGIN { exit !(g == 0 && w >= 1.4 && w < 3) }'
+
+# A sleeping waiter is cancelled at once by pg_cancel_backend (57014), and its connection is fine.
+sql -c "SELECT 'claim_wait sleeper' AS tag, count(*) FROM ck.claim_wait('wake', 1, NULL, '30 seconds')" >"$out" 2>&1 &
+worker=$!
+for _ in $(seq 50); do
+    pid=$(sql -c "SELECT pid FROM pg_stat_activity WHERE query LIKE '%claim_wait sleeper%' AND pid <> pg_backend_pid()
+                    AND state = 'active' AND wait_event_type = 'Extension'")
+    [[ -n $pid ]] && break
+    sleep 0.1
+done
+started=$EPOCHREALTIME
+sql -c "SELECT pg_cancel_backend($pid)" >/dev/null
+wait "$worker" || true
+elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+check "pg_cancel_backend ends a sleeping claim_wait at once (57014 after $elapsed s)" \
+    bash -c "grep -q 'canceling statement due to user request' '$out' && awk -v e=$elapsed 'BEGIN { exit !(e < 2) }'"
+rm -f "$out"
 echo "1..$n"

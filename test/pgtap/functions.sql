@@ -31,6 +31,8 @@ INSERT INTO expected_functions VALUES
     ('retry_dead',          '{regclass,bigint}',                                      'boolean', 'volatile',  'unsafe', false),
     ('purge_dead',          '{regclass,interval}',                                    'bigint',  'volatile',  'unsafe', false),
     ('queue_stats',         '{regclass}',                                             'record',  'stable',    'restricted', false),
+    ('queue_ready',         '{}',                                                     'trigger', 'volatile',  'unsafe', false),
+    ('claim_wait_mode',     '{}',                                                     'text',    'stable',    'safe',   false),
     ('notify_queue',        '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('queues_changed',      '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('lock_namespace',      '{text}',                                                 'integer', 'volatile',  'unsafe', false),

@@ -1,0 +1,171 @@
+// Wake-up on commit for ck.claim_wait: shared condition variables, a per-transaction list
+// of queues to wake, and the trigger ck.queue_ready that every queue carries.
+#include "queue_wakeup.hpp"
+#include "boundary.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/rel.h"
+}
+
+namespace ck {
+
+namespace {
+
+// Enough slots that unrelated queues rarely share one; 256 condition variables are ~4 kB.
+constexpr uint32 slot_count = 256;
+
+struct Slots {
+    ConditionVariable cv[slot_count];
+};
+
+Slots *slots = nullptr;
+ConditionVariable *prepared = nullptr;   // the slot this backend prepared to sleep on
+shmem_startup_hook_type prev_startup_hook = nullptr;
+#if PG_VERSION_NUM >= 150000
+shmem_request_hook_type prev_request_hook = nullptr;
+#endif
+
+// Queues this transaction made jobs ready in; past capacity every slot is woken.
+constexpr int max_marked = 32;
+uint32 marked[max_marked];
+int nmarked = 0;
+bool wake_all = false;
+
+uint32 slot_of(Oid queue)
+{
+    return hash_combine(murmurhash32(MyDatabaseId), murmurhash32(queue)) % slot_count;
+}
+
+void on_xact(XactEvent event, void *)
+{
+    if (event == XACT_EVENT_COMMIT && slots != nullptr) {
+        // The commit is visible to other snapshots by now (ProcArrayEndTransaction ran).
+        if (wake_all)
+            for (uint32 i = 0; i < slot_count; i++)
+                ConditionVariableBroadcast(&slots->cv[i]);
+        else
+            for (int i = 0; i < nmarked; i++)
+                ConditionVariableBroadcast(&slots->cv[marked[i]]);
+    }
+    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+        event == XACT_EVENT_PREPARE) {
+        nmarked = 0;
+        wake_all = false;
+        prepared = nullptr;   // an abort has cancelled the sleep itself
+    }
+}
+
+void request_shmem()
+{
+#if PG_VERSION_NUM >= 150000
+    if (prev_request_hook)
+        prev_request_hook();
+#endif
+    RequestAddinShmemSpace(sizeof(Slots));
+}
+
+void startup_shmem()
+{
+    if (prev_startup_hook)
+        prev_startup_hook();
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    bool found;
+    slots = static_cast<Slots *>(ShmemInitStruct("concurrency_kit claim_wait slots", sizeof(Slots), &found));
+    if (!found)
+        for (uint32 i = 0; i < slot_count; i++)
+            ConditionVariableInit(&slots->cv[i]);
+    LWLockRelease(AddinShmemInitLock);
+}
+
+} // namespace
+
+void queue_wakeup_init()
+{
+    RegisterXactCallback(on_xact, nullptr);
+    if (!process_shared_preload_libraries_in_progress)
+        return;
+#if PG_VERSION_NUM >= 150000
+    prev_request_hook = shmem_request_hook;
+    shmem_request_hook = request_shmem;
+#else
+    request_shmem();
+#endif
+    prev_startup_hook = shmem_startup_hook;
+    shmem_startup_hook = startup_shmem;
+}
+
+bool queue_wakeup_active()
+{
+    return slots != nullptr;
+}
+
+void queue_mark_ready(Oid queue)
+{
+    if (slots == nullptr || wake_all)
+        return;
+    uint32 slot = slot_of(queue);
+    for (int i = 0; i < nmarked; i++)
+        if (marked[i] == slot)
+            return;
+    if (nmarked == max_marked)
+        wake_all = true;
+    else
+        marked[nmarked++] = slot;
+}
+
+void queue_wait_prepare(Oid queue)
+{
+    if (slots == nullptr)
+        return;
+    prepared = &slots->cv[slot_of(queue)];
+    ConditionVariablePrepareToSleep(prepared);
+}
+
+void queue_wait_sleep(long timeout_ms)
+{
+    if (prepared != nullptr) {
+        (void) ConditionVariableTimedSleep(prepared, timeout_ms, PG_WAIT_EXTENSION);
+        return;
+    }
+    (void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms, PG_WAIT_EXTENSION);
+    ResetLatch(MyLatch);
+    CHECK_FOR_INTERRUPTS();
+}
+
+void queue_wait_cancel()
+{
+    if (prepared != nullptr)
+        ConditionVariableCancelSleep();
+    prepared = nullptr;
+}
+
+} // namespace ck
+
+// AFTER INSERT FOR EACH STATEMENT on every queue: the inserted jobs' waiters wake at commit.
+CK_FUNCTION(ck_queue_ready)
+{
+    ck::pg_call([&] {
+        if (!CALLED_AS_TRIGGER(fcinfo))
+            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                            errmsg("ck.queue_ready must be called as a trigger")));
+        ck::queue_mark_ready(RelationGetRelid(((TriggerData *) fcinfo->context)->tg_relation));
+    });
+    return PointerGetDatum(nullptr);
+}
+
+// ck.claim_wait_mode(): 'commit' when waiters wake on commit, 'poll' otherwise.
+CK_FUNCTION(ck_claim_wait_mode)
+{
+    const char *mode = ck::queue_wakeup_active() ? "commit" : "poll";
+    return ck::pg_call([&] { return PointerGetDatum(cstring_to_text(mode)); });
+}
