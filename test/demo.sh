@@ -77,10 +77,14 @@ act_crashed_worker() {
     claim    # worker A
     a_id=$id a_token=$token
     echo "    worker A claims job $a_id (attempt $attempt, token $token), then crashes: no complete, no fail"
-    while claim && [[ -n $id ]]; do    # worker B
-        [[ $(complete "$id" "$token") == false ]] || done_jobs+="${done_jobs:+ and }$id"
+    claim    # worker B: its first job, then one ck.complete_and_claim per job (hand one in, get the next)
+    while [[ -n $id ]]; do
+        done_jobs+="${done_jobs:+ and }$id"
+        read -r id token attempt < <(sql -F ' ' -c "SELECT id, lease_token, attempt
+                                                    FROM ck.complete_and_claim('emails', $id, $token)") || true
     done
-    echo "    worker B claims and completes jobs $done_jobs; then ck.claim gives it nothing: job $a_id is A's"
+    echo "    worker B claims jobs $done_jobs, handing each in and getting the next in one call"
+    echo "    (ck.complete_and_claim); then there is nothing more for it: job $a_id is A's"
     echo "    queue: $(stats)"
     echo "  $lease seconds later A's lease has run out."
     sleep "$lease.2"
@@ -89,6 +93,8 @@ act_crashed_worker() {
     echo "    worker B claims job $id again (attempt $attempt, token $token) and completes it: $(complete "$id" "$token")"
     echo "  Worker A comes back and reports on job $a_id with its old token $a_token:"
     echo "    ck.complete -> $(complete "$a_id" "$a_token"), ck.fail -> $(sql -c "SELECT ck.fail('emails', $a_id, $a_token, 'worker A was late')")"
+    echo "    ck.complete_and_claim -> $(sql -c "SELECT * FROM ck.complete_and_claim('emails', $a_id, $a_token)" 2>&1 |
+                                          sed -n 's/^.*ERROR: *//p') (CK005: what A recorded for the job rolls back)"
     echo "    queue: $(stats)"
     echo "    -> the job was done once, by B; the late worker's acknowledgements changed nothing"
 }

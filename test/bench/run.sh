@@ -177,8 +177,8 @@ backend_memory() {
                    (SELECT * FROM memory_samples ORDER BY calls DESC LIMIT 1) AS last" | out
 }
 
-# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue scaling lock overlaps batches
-# latency size memory) is unset or names SECTION.
+# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue scaling wakeup lock overlaps
+# batches latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -271,6 +271,38 @@ is \`FOR UPDATE SKIP LOCKED\` + \`DELETE\` (two statements per job), ck one \`ck
 EOF
 scaling queue_handwritten.sql
 scaling queue_cac.sql job=0 token=0
+fi
+
+if wanted wakeup; then
+out <<EOF
+
+## Queue: waking a waiting worker
+
+8 workers wait while a producer enqueues 1,000 jobs, one per transaction, at random intervals of 1
+to 10 ms (test/bench/wakeup.py): milliseconds from the producer's COMMIT returning to a worker
+holding the job. \`claim_wait\` is \`ck.claim_wait\` with the library preloaded (woken by the
+commit) and without (looking again after 10 ms, doubling to 200 ms); LISTEN is a client that
+LISTENs on the queue's NOTIFY channel (\`notify => true\`) and then calls \`ck.claim\`.
+
+| way | p50 ms | p99 ms | max ms |
+|---|---:|---:|---:|
+EOF
+wake_row() { printf '| %s | %s | %s | %s |\n' "$1" $(/usr/bin/python3 "$here/wakeup.py" latency "$2") | out; }
+wake_row "ck.claim_wait, library preloaded" claim_wait
+wake_row "LISTEN, then ck.claim" listen
+bash "$here/../cluster.sh" preload off
+wake_row "ck.claim_wait, not preloaded" claim_wait
+idle_poll=$(/usr/bin/python3 "$here/wakeup.py" idle 64 10)
+bash "$here/../cluster.sh" preload on
+idle_commit=$(/usr/bin/python3 "$here/wakeup.py" idle 64 10)
+enqueue_mixed=$(mixed_ratio enqueue_setup.sql 1 off enqueue_plain.sql enqueue_ck.sql)
+out <<EOF
+
+64 workers waiting 10 s in \`ck.claim_wait\` on an empty queue used $idle_commit CPU seconds in all with
+the library preloaded (the calls themselves: they sleep until max_wait) and $idle_poll polling.
+\`ck.enqueue\` with the queue's wake-up trigger against the same queue without it, one mixed run (1
+client, synchronous_commit off): ratio $enqueue_mixed.
+EOF
 fi
 
 if wanted lock; then
