@@ -1,5 +1,6 @@
 # concurrency_kit: PGXS build. `make && make install && make installcheck` works against
-# a server you already run; `make demo`, `make test` and `make bench` do the whole set-up
+# a server you already run; `make demo`, `make test`, `make bench`, `make chaos`, `make bench-peers` and
+# `make bench-sustained` do the whole set-up
 # on a throwaway cluster (see test/run.sh).
 
 EXTENSION    = concurrency_kit
@@ -32,6 +33,6 @@ include $(PGXS)
 # PGXS tracks no header dependencies for C++: rebuild every object when a header changes.
 $(OBJS): $(wildcard src/*.hpp)
 
-.PHONY: demo test bench
-demo test bench:
+.PHONY: demo test bench chaos bench-peers bench-sustained
+demo test bench chaos bench-peers bench-sustained:
 	bash test/run.sh $@

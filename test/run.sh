@@ -5,8 +5,8 @@ shopt -s nullglob
 
 mode=${1:-}
 case $mode in
-    demo | test | bench) ;;
-    *) echo "usage: $0 demo|test|bench" >&2; exit 2 ;;
+    demo | test | bench | chaos | bench-peers | bench-sustained) ;;
+    *) echo "usage: $0 demo|test|bench|chaos|bench-peers|bench-sustained" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
@@ -85,6 +85,23 @@ pgtap() {
         pg_prove --verbose -d ck_tap "$@"
 }
 
+# chaos_suites MODE: every executable test/chaos/*.sh, with MODE (short in make test, full in make chaos).
+chaos_suites() {
+    local script
+    for script in test/chaos/*.sh; do
+        [[ -x $script ]] || continue
+        suite "$script $1" count_tap "$script" "$1" || show_failure
+    done
+}
+
+# totals: the closing line; fails unless some test ran and none failed.
+totals() {
+    echo
+    ((passed + failed > 0)) || echo "no tests ran"
+    echo "$passed passed, $failed failed"
+    ((failed == 0 && passed > 0))
+}
+
 run_tests() {
     local script
     rm -rf results output_iso regression.diffs regression.out
@@ -109,6 +126,8 @@ run_tests() {
     done
     ((clients > 0)) || echo "== client: no executable test/client/*.sh, skipped"
 
+    chaos_suites short
+
     # The suites above ran with the library preloaded (ck.claim_wait woken on commit); without it
     # claim_wait polls: the same answers, within its own bounds.
     bash "$here/cluster.sh" preload off
@@ -116,11 +135,7 @@ run_tests() {
         ISOLATION="queue_wait_wakeup queue_claim queue_complete_and_claim" || show_failure output_iso/regression.diffs
     suite "test/client/claim_wait.sh, not preloaded" count_tap test/client/claim_wait.sh || show_failure
     bash "$here/cluster.sh" preload on
-
-    echo
-    ((passed + failed > 0)) || echo "no tests ran"
-    echo "$passed passed, $failed failed"
-    ((failed == 0 && passed > 0))
+    totals
 }
 
 ensure_packages
@@ -144,4 +159,7 @@ case $mode in
     demo) bash "$here/demo.sh" ;;
     test) run_tests ;;
     bench) bash "$here/bench/run.sh" ;;
+    chaos) chaos_suites full && totals ;;
+    bench-peers) bash "$here/bench/peers/run.sh" ;;
+    bench-sustained) bash "$here/bench/sustained/run.sh" ;;
 esac
