@@ -8,6 +8,8 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "commands/defrem.h"
 #include "commands/trigger.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "utils/inval.h"
 #include "utils/regproc.h"
 }
@@ -106,9 +108,15 @@ CK_FUNCTION(ck_create_queue)
     ck::execute_sql(("CREATE INDEX ON " + dead + " (died_at)").c_str());
     ck::execute_sql(("COMMENT ON TABLE " + q + " IS 'concurrency_kit queue; dead letters in " +
                      at.dead + "'").c_str());
-    // Waiters in ck.claim_wait wake when a statement that inserted jobs commits.
-    ck::execute_sql(("CREATE TRIGGER ck_ready AFTER INSERT ON " + q +
-                     " FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_ready()").c_str());
+    // Waiters in ck.claim_wait wake when a statement that inserted jobs commits. (A database
+    // still at 0.1.0 runs this library without ck.queue_ready: its upgrade adds the trigger.)
+    bool wakeup_trigger = ck::pg_call([] {
+        List *name = list_make2(makeString(pstrdup("ck")), makeString(pstrdup("queue_ready")));
+        return OidIsValid(LookupFuncName(name, 0, nullptr, true));
+    });
+    if (wakeup_trigger)
+        ck::execute_sql(("CREATE TRIGGER ck_ready AFTER INSERT ON " + q +
+                         " FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_ready()").c_str());
     if (notify)
         ck::execute_sql(("CREATE TRIGGER ck_notify AFTER INSERT ON " + q +
                          " FOR EACH STATEMENT EXECUTE FUNCTION ck.notify_queue()").c_str());

@@ -424,6 +424,10 @@ assert "upgraded = fresh: extension members, their dependencies, schema ck and i
     same_rows extension 'schema|extension|member|depend|initpriv'
 
 # The state made under 0.1.0, under the new version.
+check "every queue made under $oldest carries the claim_wait wake-up trigger ck_ready after the update" "$db_a" "
+    SELECT bool_and(EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = q.queue AND t.tgname = 'ck_ready'
+                            AND t.tgfoid = 'ck.queue_ready()'::regprocedure)) AND count(*) >= 3
+    FROM ck.queues AS q"
 check "ck.queue_stats on a queue made under $oldest: 3 ready, 3 running, none scheduled, expired or dead" "$db_a" "
     SELECT (ready, scheduled, running, expired, dead) = (3, 0, 3, 0, 0) FROM ck.queue_stats('jobs')"
 check "the 3 jobs leased under $oldest complete with their old lease tokens (ck.complete true for each)" "$db_a" "
