@@ -195,21 +195,7 @@ connections=$(cat "$tmp"/generations.* | awk '{ n += $1 } END { print n + 0 }')
 touch "$tmp/crashes" "$tmp/errors"
 sql -c "\\copy crashes FROM '$tmp/crashes'"
 
-n=0
-fails=0
-# assert DESCRIPTION COMMAND...: one TAP line, ok when COMMAND succeeds; what it prints follows as comments.
-assert() {
-    local out status=0
-    n=$((n + 1))
-    out=$("${@:2}" 2>&1) || status=$?
-    if ((status == 0)); then
-        echo "ok $n - $1"
-    else
-        echo "not ok $n - $1"
-        fails=$((fails + 1))
-    fi
-    [[ -z $out ]] || sed 's/^/# /' <<<"$out" | head -n 20
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/assert.sh"
 # is_true SQL: succeeds when SQL returns t; otherwise prints what it returned.
 is_true() {
     local got

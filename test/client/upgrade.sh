@@ -31,22 +31,7 @@ trap cleanup EXIT
 
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
-n=0
-fails=0
-# assert DESCRIPTION COMMAND...: one TAP line, ok when COMMAND succeeds; what it prints follows as comments.
-assert() {
-    local out status=0
-    n=$((n + 1))
-    out=$("${@:2}" 2>&1) || status=$?
-    if ((status == 0)); then
-        echo "ok $n - $1"
-    else
-        echo "not ok $n - $1"
-        fails=$((fails + 1))
-    fi
-    [[ -z $out ]] || awk 'NR <= 80 { print "# " $0 } END { if (NR > 80) print "# ... and " NR - 80 " more lines" }' <<<"$out"
-    return 0
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/assert.sh"
 # is_true DB SQL: succeeds when SQL returns t in DB; otherwise prints what it returned.
 is_true() {
     local got
