@@ -80,16 +80,25 @@ compare() {
     done
 }
 
-# batches CLIENTS: jobs per second of ck.claim in batches of 1 and of 10 (the batch acknowledged with
-# ck.complete_many), each queue refilled with three times the usual backlog: batches drain it faster.
-batches() {
-    local sync means one ten backlog=$((backlog * 3))
-    for sync in on off; do
-        means=$(mean_tps queue_setup.sql "$1" "$sync" queue_ck.sql queue_batch10.sql)
-        read -r one ten <<<"$means"
-        awk -v c="$1" -v s="$sync" -v one="$one" -v ten="$((ten * 10))" \
-            'BEGIN { printf "| %d | %s | %d | %d | %.2f |\n", c, s, one, ten, ten / one }' | out
-    done
+
+# queue_cell CLIENTS SYNC: one table row of the queue comparison. Jobs per second of the seed, the same SQL as
+# ck's by hand, ck.claim + ck.complete, ck.complete_and_claim and ck.claim(q, 10) + ck.complete_many (one
+# separate run each, after the same set-up), then one mixed run of the first four (each transaction picks one at
+# random): mean latency per job of the seed / of ck's two calls, of the same SQL / ck's two calls, and of the
+# seed / complete_and_claim.
+queue_cell() {
+    local clients=$1 sync=$2 logs means backlog=$((backlog * 3))   # batches drain three times the usual backlog
+    local -a scripts=(queue_handwritten.sql queue_samesql.sql queue_ck.sql queue_cac.sql)
+    means=$(mean_tps queue_setup.sql "$clients" "$sync" -D job=0 -D token=0 "${scripts[@]}" queue_batch10.sql)
+    logs=$(mktemp -d)
+    sql -v backlog="$backlog" -v script="${scripts[*]}" -f "$here/queue_setup.sql" -c CHECKPOINT >/dev/null
+    (cd "$logs" && pgbench_run "${scripts[0]}" "$clients" "$sync" -f "$here/${scripts[1]}" -f "$here/${scripts[2]}" \
+        -f "$here/${scripts[3]}" -D job=0 -D token=0 -l >/dev/null)
+    cat "$logs"/pgbench_log.* | awk -v c="$clients" -v s="$sync" -v m="$means" '{ sum[$4] += $3; n[$4]++ }
+        END { split(m, t, " "); for (i = 0; i < 4; i++) l[i] = sum[i] / n[i]
+              printf "| %d | %s | %d | %d | %d | %d | %d | %.2f | %.2f | %.2f |\n", c, s, t[1], t[2], t[3], t[4], t[5] * 10,
+                     l[0] / l[2], l[1] / l[2], l[0] / l[3] }' | out
+    rm -r "$logs"
 }
 
 # scaling SCRIPT [VAR=VALUE...]: jobs per second of a queue SCRIPT (one job per transaction) at each of
@@ -178,7 +187,7 @@ backend_memory() {
 }
 
 # wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue scaling wakeup lock overlaps
-# batches latency size memory) is unset or names SECTION.
+# latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -250,10 +259,27 @@ clause_cost "10,000 rows, random sku" skus=10000
 fi
 
 if wanted queue; then
-client_counts=(1 2 4 8 16)
-compare queue "queue: claim + complete" "handwritten ck"
-compare queue "queue: claim + complete, against the same SQL by hand" "samesql ck"
-compare queue "queue: complete_and_claim, against the seed" "handwritten cac" job=0 token=0
+out <<EOF
+
+## Queue: jobs per second
+
+No-op jobs, one per transaction but batch 10 (ten per transaction); before every run the set-up
+refills the queues with $((backlog * 3)) jobs. **seed**: \`UPDATE tasks SET status = 'running' ... WHERE id =
+(SELECT id ... FOR UPDATE SKIP LOCKED) RETURNING id\`, then \`DELETE\`, two statements, with a partial
+index on ready tasks. **same SQL**: the statements of \`ck.claim\` and \`ck.complete\` written by hand
+on a queue made by \`ck.create_queue\` (lease, token, attempts; three indexes). **ck**: \`ck.claim\` then
+\`ck.complete\`. **c&c**: one \`ck.complete_and_claim\` per job. **batch 10**: \`ck.claim(q, 10)\` then
+\`ck.complete_many\`. One separate run each (jobs/s), then one mixed run of the first four: mean
+latency per job of one side / of the other (> 1: the second is faster).
+
+| clients | sync_commit | seed | same SQL | ck | c&c | batch 10 | mixed seed/ck | mixed same SQL/ck | mixed seed/c&c |
+|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|
+EOF
+for clients in 1 4 8 16; do
+    for sync in on off; do
+        queue_cell "$clients" "$sync"
+    done
+done
 fi
 
 if wanted scaling; then
@@ -328,19 +354,6 @@ value -c "SELECT format('%s pairs found in %s s', count(*),
 sql -c "DROP TABLE big_bookings"
 fi
 
-if wanted batches; then
-out <<EOF
-
-## Queue: claiming in batches
-
-4 clients; jobs per second of \`ck.claim(q, 1)\` + \`ck.complete\` against \`ck.claim(q, 10)\` +
-\`ck.complete_many\` (the ten jobs acknowledged in one statement); one run each, after the same set-up.
-
-| clients | sync_commit | batch 1 jobs/s | batch 10 jobs/s | ratio |
-|---|---|---:|---:|---:|
-EOF
-batches 4
-fi
 
 if wanted latency; then
 out <<EOF
