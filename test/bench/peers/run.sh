@@ -297,12 +297,18 @@ No-op handlers throughout. Every cell ran in one pass over the worker counts; in
   jobs/s = jobs / seconds from starting the workers until the database holds no unfinished job.
 EOF
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 if wanted throughput; then
     throughput
 fi
 if wanted latency; then
     latency
 fi
+out <<EOF
+
+Load average (1, 5, 15 min) at the start $load_before, at the end $(cut -d' ' -f1-3 /proc/loadavg): on these 2 CPUs a
+load well above the run's own clients means other work shared the machine, and every figure above moves with it.
+EOF
 plots
 echo
 echo "results written to $results"
