@@ -13,7 +13,12 @@ pg_terminate_backend, or its own statement_timeout. Then:
   - nothing was half done: the test tables, their constraints and the installed extensions
     are exactly as before;
   - the connection is usable (cancel, statement_timeout), or a new one is (terminate), and the
-    same call succeeds once the blocker is gone.
+    same call succeeds once the blocker is gone (a claim_wait afterwards still wakes up for a
+    job enqueued while it waits; a namespace whose registration was interrupted registers).
+
+Besides: a timed lock that times out inside a PL/pgSQL exception block leaves lock_timeout as
+it was in the same transaction, and one timeout bounds both waits of a timed lock by name
+(for another session's registration of the name, then for the lock).
 
 The SIGKILL of a backend (and the postmaster's restart of all of them) is in part "crash".
 """
@@ -423,6 +428,45 @@ def timeout_never_leaks(ctl):
     return problems
 
 
+def timeout_bounds_both_waits(ctl):
+    """A timed ck.xact_lock by name waits first for another session's registration of the name, then
+    for the lock itself: the one timeout bounds the two waits together (3 s: the registration
+    commits after 2.5 s, and the lock is held by a third session; 5.5 s would mean two timeouts)."""
+    problems = []
+    name = f"fresh-{next(fresh_names)}"
+    registrar = connect(DB, application_name="chaos-blocker")
+    holder = connect(DB, application_name="chaos-blocker")
+    v = Victim("chaos-victim")
+    try:
+        registrar.execute("BEGIN")
+        number = one(registrar, "SELECT ck.lock_namespace(%s)", (name,))
+        holder.execute("BEGIN")
+        holder.execute("SELECT pg_advisory_xact_lock(%s, 1)", (number,))
+        call = Call(v.conn, "SELECT ck.xact_lock(%s, 1, '3 seconds')", (name,))
+        started = time.monotonic()
+        call.start()
+        if not wait_for(lambda: one(ctl, "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s",
+                                    (v.pid,)), 10, 0.01):
+            problems.append("the call was never seen waiting for the registration")
+        while time.monotonic() < started + 2.5 and call.is_alive():
+            time.sleep(0.01)
+        registrar.execute("COMMIT")
+        call.join(20)
+        took = (call.ended or time.monotonic()) - started
+        e = call.error
+        if call.is_alive() or e is None or e.sqlstate != "55P03":
+            problems.append(f"expected 55P03 after 3 s, got {e.sqlstate if e else call.rows}: {str(e).strip() if e else ''}")
+        if took > 4.25:
+            problems.append(f"the call gave up after {took:.2f}s: the timeout (3 s) does not bound both waits")
+        if one(v.conn, "SHOW lock_timeout") != "0":
+            problems.append("lock_timeout leaked")
+        return problems, took
+    finally:
+        holder.close()
+        registrar.close()
+        v.conn.close()
+
+
 def run(tap, server, mode):
     rounds = 3 if mode == "full" else 1
     recreate_db(DB)
@@ -452,6 +496,10 @@ def run(tap, server, mode):
         calls += 1
         tap.ok(not p, "advisory lock: a timed ck.xact_lock that times out inside a PL/pgSQL exception block "
                       "leaves lock_timeout as it was, in the same transaction", "\n".join(p))
+        p, took = timeout_bounds_both_waits(ctl)
+        calls += 1
+        tap.ok(not p, f"advisory lock: a timed ck.xact_lock (3 s) waiting for another session's registration of "
+                      f"its namespace (2.5 s), then for the lock, gives up after {took:.2f}s in all", "\n".join(p))
         left_sql = """SELECT string_agg(format('%s (%s): %s', application_name, state, left(query, 60)), '; ')
                       FROM pg_stat_activity
                       WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'chaos-%'"""

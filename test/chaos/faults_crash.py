@@ -271,7 +271,7 @@ def count_effects():
 
 
 def snapshot_checks(c):
-    """Checks that must hold at any moment: (description, ok, detail)."""
+    """Checks that must hold at any moment: (ok, detail)."""
     bad_stock = one(c, """
         SELECT count(*) FROM stock s JOIN stock_initial i USING (sku)
         LEFT JOIN (SELECT sku, sum(amount) AS sold FROM sales WHERE left_after IS NOT NULL GROUP BY sku) AS x USING (sku)

@@ -1,7 +1,8 @@
 """Memory over long runs (test/chaos/faults.py, part "memory").
 
 For each function family one backend makes a million calls (full mode; 100,000 in short mode;
-find_overlaps, heavier, 10,000 and 2,000), committing every 100 or 1,000 calls, with each
+find_overlaps, heavier, 10,000 and 2,000; claim_wait on an empty queue, which waits up to a
+millisecond, 20,000 and 4,000), committing every 100 or 1,000 calls, with each
 answer checked (faults_memory.sql). Its memory contexts (sum of pg_backend_memory_contexts
 total_bytes, less the procedure's own SPI context, which PostgreSQL grows with every COMMIT
 after DML whoever runs it: the baseline, a plain UPDATE in the same loop, shows it) and VmData
@@ -24,6 +25,8 @@ PARALLEL = 2
 # (family, procedure, calls full, calls short, calls per transaction)
 FAMILIES = [
     ("queue", "mem_queue", 1_000_000, 100_000, 100),
+    ("complete_and_claim", "mem_complete_and_claim", 1_000_000, 100_000, 100),
+    ("claim_wait", "mem_claim_wait", 20_000, 4_000, 100),
     ("try_decrement", "mem_try_decrement", 1_000_000, 100_000, 1000),
     ("transition", "mem_transition", 1_000_000, 100_000, 1000),
     ("xact_lock by name", "mem_xact_lock_name", 1_000_000, 100_000, 1000),

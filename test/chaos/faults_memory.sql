@@ -60,6 +60,61 @@ BEGIN
 END
 $$;
 
+-- complete_and_claim: the worker's loop in one call, on a queue of its own fed the same way.
+SELECT FROM ck.create_queue('mem_cac');
+INSERT INTO mem_cac (payload, priority) SELECT '{"n": 0}', 1 FROM generate_series(1, 10000);
+
+CREATE PROCEDURE mem_complete_and_claim(calls int, warm int, per int) LANGUAGE plpgsql AS $$
+DECLARE
+    job record;
+    checked bigint := 0;
+BEGIN
+    INSERT INTO mem_cac (payload, priority) SELECT '{"n": 0}', -1 FROM generate_series(1, per + 1);
+    SELECT c.id, c.lease_token INTO STRICT job FROM ck.claim('mem_cac') AS c;
+    FOR i IN 1..calls LOOP
+        IF i % per = 1 OR per = 1 THEN
+            INSERT INTO mem_cac (payload, priority) SELECT '{"n": 0}', -i - 1 FROM generate_series(1, per);
+        END IF;
+        SELECT c.id, c.lease_token INTO STRICT job FROM ck.complete_and_claim('mem_cac', job.id, job.lease_token) AS c;
+        checked := checked + 1;
+        IF i % per = 0 THEN
+            IF i = per OR i = warm OR i = calls THEN
+                PERFORM mem_sample('complete_and_claim', i);
+            END IF;
+            COMMIT;
+        END IF;
+    END LOOP;
+    INSERT INTO mem_checked VALUES ('complete_and_claim', calls, checked);
+END
+$$;
+
+-- claim_wait on an empty queue: every other call sleeps 1 ms (the wait), the others give up at
+-- once (prepare to wait, look, cancel).
+SELECT FROM ck.create_queue('mem_empty');
+
+CREATE PROCEDURE mem_claim_wait(calls int, warm int, per int) LANGUAGE plpgsql AS $$
+DECLARE
+    n int;
+    checked bigint := 0;
+BEGIN
+    FOR i IN 1..calls LOOP
+        SELECT count(*) INTO n FROM ck.claim_wait('mem_empty', 1, '30 seconds',
+                                                   CASE WHEN i % 2 = 0 THEN interval '1 ms' ELSE interval '1 microsecond' END);
+        IF n <> 0 THEN
+            RAISE 'claim_wait: % jobs from an empty queue', n;
+        END IF;
+        checked := checked + 1;
+        IF i % per = 0 THEN
+            IF i = per OR i = warm OR i = calls THEN
+                PERFORM mem_sample('claim_wait', i);
+            END IF;
+            COMMIT;
+        END IF;
+    END LOOP;
+    INSERT INTO mem_checked VALUES ('claim_wait', calls, checked);
+END
+$$;
+
 -- try_decrement: 1,000 rows with plenty, and row 0 with nothing (the NULL answer).
 CREATE TABLE mem_stock (sku int PRIMARY KEY, qty bigint NOT NULL);
 INSERT INTO mem_stock SELECT g, CASE WHEN g = 0 THEN 0 ELSE 1000000000000 END FROM generate_series(0, 1000) AS g;
