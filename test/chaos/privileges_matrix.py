@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""The privilege matrix of test/chaos/privileges.sh.
+
+Usage: privileges_matrix.py script SUPERUSER OWNER USER RUN > matrix.sql
+       privileges_matrix.py judge OUTPUT_FILE
+
+For every ck function: the rights its equivalent plain SQL needs (SELECT/INSERT/UPDATE/DELETE
+on a table, USAGE on its schema, column rights, the namespace registry ck.lock_namespaces,
+the sequence ck.lease_tokens, USAGE on schema ck, ownership), and one cell per right: the
+role USER gets every right but that one (and one cell with all of them, and a few with
+column rights only). In each cell USER runs the plain SQL (rolled back) and then the ck
+call, each on a fresh connection; the call must be allowed exactly when the plain SQL is,
+refused with 42501 otherwise, and when refused nothing may have changed (chaos.state()).
+Tables are passed to ck by OID, so that the call itself, not the name lookup, meets the
+missing right.
+
+`script` prints the psql script (run it as SUPERUSER on the database of
+privileges_schema.sql); `judge` reads its output and prints unnumbered TAP lines.
+"""
+import sys
+
+# right -> (SQL that gives it to USER, SQL that takes a PUBLIC default away)
+RIGHTS = {
+    "USAGE on schema app": ("GRANT USAGE ON SCHEMA app TO {u}", None),
+    "CREATE on schema app": ("GRANT CREATE ON SCHEMA app TO {u}", None),
+    "SELECT on app.stock": ("GRANT SELECT ON app.stock TO {u}", None),
+    "UPDATE on app.stock": ("GRANT UPDATE ON app.stock TO {u}", None),
+    "SELECT on app.bookings": ("GRANT SELECT ON app.bookings TO {u}", None),
+    "SELECT on app.jobs": ("GRANT SELECT ON app.jobs TO {u}", None),
+    "INSERT on app.jobs": ("GRANT INSERT ON app.jobs TO {u}", None),
+    "UPDATE on app.jobs": ("GRANT UPDATE ON app.jobs TO {u}", None),
+    "DELETE on app.jobs": ("GRANT DELETE ON app.jobs TO {u}", None),
+    "SELECT on app.jobs_dead": ("GRANT SELECT ON app.jobs_dead TO {u}", None),
+    "SELECT on app.empty": ("GRANT SELECT ON app.empty TO {u}", None),
+    "UPDATE on app.empty": ("GRANT UPDATE ON app.empty TO {u}", None),
+    "DELETE on app.empty": ("GRANT DELETE ON app.empty TO {u}", None),
+    "INSERT on app.empty_dead": ("GRANT INSERT ON app.empty_dead TO {u}", None),
+    "SELECT on app.mail": ("GRANT SELECT ON app.mail TO {u}", None),
+    "INSERT on app.mail": ("GRANT INSERT ON app.mail TO {u}", None),
+    "UPDATE on app.mail": ("GRANT UPDATE ON app.mail TO {u}", None),
+    "DELETE on app.mail": ("GRANT DELETE ON app.mail TO {u}", None),
+    "SELECT on app.mail_dead": ("GRANT SELECT ON app.mail_dead TO {u}", None),
+    "INSERT on app.mail_dead": ("GRANT INSERT ON app.mail_dead TO {u}", None),
+    "DELETE on app.mail_dead": ("GRANT DELETE ON app.mail_dead TO {u}", None),
+    "ownership (member of the owner role)": ("GRANT {o} TO {u}", None),
+    "SELECT on ck.lock_namespaces (PUBLIC)": (None, "REVOKE SELECT ON ck.lock_namespaces FROM PUBLIC"),
+    "INSERT on ck.lock_namespaces (PUBLIC)": (None, "REVOKE INSERT ON ck.lock_namespaces FROM PUBLIC"),
+    "USAGE on ck.lease_tokens (PUBLIC)": (None, "REVOKE USAGE ON SEQUENCE ck.lease_tokens FROM PUBLIC"),
+    "USAGE on schema ck (PUBLIC)": (None, "REVOKE USAGE ON SCHEMA ck FROM PUBLIC"),
+}
+# Column rights, given only in the cells that name them.
+COLUMN_RIGHTS = {
+    "SELECT (sku, qty) on app.stock": "GRANT SELECT (sku, qty) ON app.stock TO {u}",
+    "SELECT (sku, state) on app.stock": "GRANT SELECT (sku, state) ON app.stock TO {u}",
+    "UPDATE (qty) on app.stock": "GRANT UPDATE (qty) ON app.stock TO {u}",
+    "UPDATE (state) on app.stock": "GRANT UPDATE (state) ON app.stock TO {u}",
+    "UPDATE (code) on app.stock": "GRANT UPDATE (code) ON app.stock TO {u}",
+}
+# Before every cell: USER holds nothing, PUBLIC holds the extension's defaults.
+RESET = """RESET ROLE;
+REVOKE ALL ON SCHEMA app FROM {u};
+REVOKE ALL ON ALL TABLES IN SCHEMA app FROM {u};
+REVOKE SELECT (sku, qty, state, code), UPDATE (qty, state, code) ON app.stock FROM {u};
+REVOKE {o} FROM {u};
+GRANT USAGE ON SCHEMA ck TO PUBLIC;
+GRANT SELECT, INSERT ON ck.lock_namespaces TO PUBLIC;
+GRANT USAGE ON SEQUENCE ck.lease_tokens TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ck.queues TO PUBLIC;"""
+
+CLAIM_SQL = ("UPDATE app.{q} SET lease_token = nextval('ck.lease_tokens'), run_at = now() + interval '30 seconds', "
+             "attempts = attempts + 1 WHERE id = ANY (ARRAY(SELECT id FROM app.{q} WHERE run_at <= now() AND attempts < 5 "
+             "ORDER BY priority, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)) "
+             "RETURNING id, lease_token, attempts, payload, run_at")
+CLAIM_JOB = "SELECT id AS jid, lease_token AS jtok FROM ck.claim('app.jobs') \\gset"
+CLAIM_MAIL = "SELECT id AS mid, lease_token AS mtok FROM ck.claim('app.mail') \\gset"
+REGISTRY = ["SELECT on ck.lock_namespaces (PUBLIC)"]
+NEW_NAME = ["SELECT on ck.lock_namespaces (PUBLIC)", "INSERT on ck.lock_namespaces (PUBLIC)"]
+STOCK = ["USAGE on schema app", "SELECT on app.stock", "UPDATE on app.stock"]
+
+# (function, rights, ck call, plain SQL, set-up as the superuser, extra cells {label: rights})
+FUNCS = [
+    ("try_decrement", STOCK, "SELECT ck.try_decrement(:stock::regclass, 'qty', 1, 1)",
+     "UPDATE app.stock SET qty = qty - 1 WHERE sku = 1 AND qty >= 1 RETURNING qty", "",
+     {"column rights only: SELECT (sku, qty), UPDATE (qty)":
+      ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock"],
+      "UPDATE on another column only: SELECT, UPDATE (code)":
+      ["USAGE on schema app", "SELECT on app.stock", "UPDATE (code) on app.stock"]}),
+    ("decrement", STOCK, "SELECT ck.decrement(:stock::regclass, 'qty', 1, 1)",
+     "UPDATE app.stock SET qty = qty - 1 WHERE sku = 1 AND qty >= 1 RETURNING qty", "",
+     {"column rights only: SELECT (sku, qty), UPDATE (qty)":
+      ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock"]}),
+    ("try_increment", STOCK, "SELECT ck.try_increment(:stock::regclass, 'qty', 1, 1, 2000000)",
+     "UPDATE app.stock SET qty = qty + 1 WHERE sku = 1 AND qty <= 2000000 - 1 RETURNING qty", "",
+     {"column rights only: SELECT (sku, qty), UPDATE (qty)":
+      ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock"]}),
+    ("increment", STOCK, "SELECT ck.increment(:stock::regclass, 'qty', 1, 1, 2000000)",
+     "UPDATE app.stock SET qty = qty + 1 WHERE sku = 1 AND qty <= 2000000 - 1 RETURNING qty", "", {}),
+    ("transition", STOCK, "SELECT ck.transition(:stock::regclass, 1, 'state', 'a', 'a')",
+     "UPDATE app.stock SET state = 'a' WHERE sku = 1 AND state = 'a'", "",
+     {"column rights only: SELECT (sku, state), UPDATE (state)":
+      ["USAGE on schema app", "SELECT (sku, state) on app.stock", "UPDATE (state) on app.stock"]}),
+    ("transition_or_raise", STOCK, "SELECT ck.transition_or_raise(:stock::regclass, 1, 'state', 'a', 'a')",
+     "UPDATE app.stock SET state = 'a' WHERE sku = 1 AND state = 'a'", "", {}),
+    ("enqueue", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs"],
+     "SELECT ck.enqueue(:jobs::regclass, '{}')",
+     "INSERT INTO app.jobs (payload, run_at, priority) VALUES ('{}', now(), 0) RETURNING id", "", {}),
+    ("claim", ["USAGE on schema app", "SELECT on app.jobs", "UPDATE on app.jobs", "USAGE on ck.lease_tokens (PUBLIC)"],
+     "SELECT count(*) FROM ck.claim(:jobs::regclass)", CLAIM_SQL.format(q="jobs"), "", {}),
+    # A claim that comes back short also buries expired jobs on their last attempt (README);
+    # the plain claim needs no more than the claim's own rights.
+    ("claim, nothing ready", ["USAGE on schema app", "SELECT on app.empty", "UPDATE on app.empty",
+                              "USAGE on ck.lease_tokens (PUBLIC)"],
+     "SELECT count(*) FROM ck.claim(:empty::regclass)", CLAIM_SQL.format(q="empty"), "",
+     {"the README's worker rights (SELECT, UPDATE, DELETE on the queue), none on its dead letters":
+      ["USAGE on schema app", "SELECT on app.empty", "UPDATE on app.empty", "DELETE on app.empty"],
+      "and INSERT on its dead letters": ["USAGE on schema app", "SELECT on app.empty", "UPDATE on app.empty",
+                                         "DELETE on app.empty", "INSERT on app.empty_dead"]}),
+    ("claim_wait", ["USAGE on schema app", "SELECT on app.jobs", "UPDATE on app.jobs", "USAGE on ck.lease_tokens (PUBLIC)"],
+     "SELECT count(*) FROM ck.claim_wait(:jobs::regclass, 1, NULL, '0')", CLAIM_SQL.format(q="jobs"), "", {}),
+    ("complete", ["USAGE on schema app", "SELECT on app.jobs", "DELETE on app.jobs"],
+     "SELECT ck.complete(:jobs::regclass, :jid, :jtok)",
+     "DELETE FROM app.jobs WHERE id = :jid AND lease_token = :jtok", CLAIM_JOB, {}),
+    ("complete_many", ["USAGE on schema app", "SELECT on app.jobs", "DELETE on app.jobs"],
+     "SELECT count(*) FROM ck.complete_many(:jobs::regclass, ARRAY[:jid]::bigint[], ARRAY[:jtok]::bigint[])",
+     "DELETE FROM app.jobs WHERE id = ANY (ARRAY[:jid]::bigint[]) AND lease_token = ANY (ARRAY[:jtok]::bigint[]) RETURNING id",
+     CLAIM_JOB, {}),
+    ("complete_and_claim", ["USAGE on schema app", "SELECT on app.jobs", "UPDATE on app.jobs", "DELETE on app.jobs",
+                            "USAGE on ck.lease_tokens (PUBLIC)"],
+     "SELECT count(*) FROM ck.complete_and_claim(:jobs::regclass, :jid, :jtok)",
+     "WITH done AS (DELETE FROM app.jobs WHERE id = :jid AND lease_token = :jtok RETURNING id) "
+     + CLAIM_SQL.format(q="jobs").replace("WHERE id = ANY", "WHERE EXISTS (SELECT FROM done) AND id = ANY"),
+     CLAIM_JOB, {}),
+    ("fail, retried", ["USAGE on schema app", "SELECT on app.jobs", "UPDATE on app.jobs"],
+     "SELECT ck.fail(:jobs::regclass, :jid, :jtok, 'x', '1 second')",
+     "UPDATE app.jobs SET lease_token = NULL, run_at = now() + interval '1 second', last_error = 'x' "
+     "WHERE id = :jid AND lease_token = :jtok", CLAIM_JOB, {}),
+    ("fail, dead", ["USAGE on schema app", "SELECT on app.mail", "DELETE on app.mail", "INSERT on app.mail_dead"],
+     "SELECT ck.fail(:mail::regclass, :mid, :mtok, 'x')",
+     "WITH d AS (DELETE FROM app.mail WHERE id = :mid AND lease_token = :mtok RETURNING *) "
+     "INSERT INTO app.mail_dead (id, job, attempts, last_error) SELECT d.id, to_jsonb(d), d.attempts, 'x' FROM d",
+     CLAIM_MAIL, {}),
+    ("extend_lease", ["USAGE on schema app", "SELECT on app.jobs", "UPDATE on app.jobs"],
+     "SELECT ck.extend_lease(:jobs::regclass, :jid, :jtok, '1 minute')",
+     "UPDATE app.jobs SET run_at = now() + interval '1 minute' WHERE id = :jid AND lease_token = :jtok RETURNING run_at",
+     CLAIM_JOB, {}),
+    ("retry_dead", ["USAGE on schema app", "SELECT on app.mail_dead", "DELETE on app.mail_dead", "INSERT on app.mail"],
+     "SELECT ck.retry_dead(:mail::regclass, :did)",
+     "WITH r AS (DELETE FROM app.mail_dead WHERE id = :did RETURNING job) "
+     "INSERT INTO app.mail SELECT (jsonb_populate_record(NULL::app.mail, r.job || '{\"attempts\": 0}')).* FROM r",
+     "SELECT min(id) AS did FROM app.mail_dead \\gset", {}),
+    ("purge_dead", ["USAGE on schema app", "SELECT on app.mail_dead", "DELETE on app.mail_dead"],
+     "SELECT ck.purge_dead(:mail::regclass, '100 years')",
+     "DELETE FROM app.mail_dead WHERE died_at < now() - interval '100 years'", "", {}),
+    ("queue_stats", ["USAGE on schema app", "SELECT on app.jobs", "SELECT on app.jobs_dead"],
+     "SELECT (ck.queue_stats(:jobs::regclass)).running >= 0",
+     "SELECT (SELECT count(*) FROM app.jobs), (SELECT count(*) FROM app.jobs_dead)", "", {}),
+    ("create_queue", ["USAGE on schema app", "CREATE on schema app"],
+     "SELECT ck.create_queue('app.q_' || :'run' || :cell)",
+     "DO $$BEGIN CREATE TABLE app.plain_q (id bigint PRIMARY KEY); CREATE INDEX ON app.plain_q (id); END$$", "", {}),
+    ("drop_queue", ["ownership (member of the owner role)"],
+     "SELECT ck.drop_queue(:dq::regclass)", "DROP TABLE app.dq, app.dq_dead",
+     "SET ROLE {o}; SELECT FROM ck.create_queue('app.dq'); RESET ROLE; SELECT 'app.dq'::regclass::oid AS dq \\gset",
+     {"not the owner, every other right on the queue and its dead letters":
+      ["USAGE on schema app", "CREATE on schema app"]}),
+    ("lock_namespace, a registered name", REGISTRY, "SELECT ck.lock_namespace('registered')",
+     "SELECT id FROM ck.lock_namespaces WHERE name = 'registered'", "", {}),
+    ("lock_namespace, a new name", NEW_NAME, "SELECT ck.lock_namespace('new-' || :'run' || :cell)",
+     "INSERT INTO ck.lock_namespaces (name) VALUES ('plain') ON CONFLICT (name) DO NOTHING RETURNING id", "", {}),
+    ("xact_lock(text), a registered name", REGISTRY, "SELECT ck.xact_lock('registered', 7)",
+     "SELECT pg_advisory_xact_lock((SELECT id FROM ck.lock_namespaces WHERE name = 'registered'), 7)", "", {}),
+    ("xact_lock(text), a new name", NEW_NAME, "SELECT ck.xact_lock('new-' || :'run' || :cell, 7)",
+     "INSERT INTO ck.lock_namespaces (name) VALUES ('plain') ON CONFLICT (name) DO NOTHING RETURNING id", "", {}),
+    ("try_xact_lock(text)", REGISTRY, "SELECT ck.try_xact_lock('registered', 7)",
+     "SELECT pg_try_advisory_xact_lock((SELECT id FROM ck.lock_namespaces WHERE name = 'registered'), 7)", "", {}),
+    ("session_lock(text), session_unlock(text)", REGISTRY,
+     "SELECT ck.session_lock('registered', 7), ck.session_unlock('registered', 7)",
+     "SELECT pg_advisory_lock(n.id, 7), pg_advisory_unlock(n.id, 7) FROM ck.lock_namespaces AS n WHERE n.name = 'registered'",
+     "", {}),
+    ("xact_lock(int)", [], "SELECT ck.xact_lock(1, 7)", "SELECT pg_advisory_xact_lock(1, 7)", "", {}),
+    ("try_xact_lock(int)", [], "SELECT ck.try_xact_lock(1, 7)", "SELECT pg_try_advisory_xact_lock(1, 7)", "", {}),
+    ("session_lock(int), session_unlock(int)", [], "SELECT ck.session_lock(1, 7), ck.session_unlock(1, 7)",
+     "SELECT pg_advisory_lock(1, 7), pg_advisory_unlock(1, 7)", "", {}),
+    ("session_unlock_all", [], "SELECT ck.session_unlock_all()", "SELECT pg_advisory_unlock_all()", "", {}),
+    ("session_locks_held", [], "SELECT count(*) FROM ck.session_locks_held()", "SELECT 1", "", {}),
+    ("held_locks", REGISTRY, "SELECT count(*) FROM ck.held_locks()",
+     "SELECT count(*) FROM pg_locks AS l LEFT JOIN ck.lock_namespaces AS n ON n.id = l.classid::integer", "", {}),
+    ("lock_waits", REGISTRY, "SELECT count(*) FROM ck.lock_waits()",
+     "SELECT count(*) FROM pg_locks AS l LEFT JOIN ck.lock_namespaces AS n ON n.id = l.classid::integer", "", {}),
+    ("set_lock_timeout", [], "BEGIN; SELECT ck.set_lock_timeout('1 second'); ROLLBACK",
+     "SET LOCAL lock_timeout = '1s'", "", {}),
+    ("retry", STOCK, "CALL ck.retry('UPDATE app.stock SET qty = qty WHERE sku = 1')",
+     "UPDATE app.stock SET qty = qty WHERE sku = 1", "", {}),
+    ("current_attempt", [], "SELECT ck.current_attempt()", "SELECT 0", "", {}),
+    ("retry_stats", [], "SELECT (ck.retry_stats()).calls", "SELECT 0", "", {}),
+    ("sqlstate_action", [], "SELECT ck.sqlstate_action('40001')", "SELECT 'retry'", "", {}),
+    ("claim_wait_mode", [], "SELECT ck.claim_wait_mode()", "SELECT 'poll'", "", {}),
+    # The generators check their arguments against the table: the plain equivalent reads
+    # those columns.
+    # (They run no SQL on the table, which is passed by OID: USAGE on its schema is given in
+    # every cell, as the plain SQL needs it to name the table.)
+    ("overlap_guard_ddl", ["SELECT on app.bookings"],
+     "SELECT ck.overlap_guard_ddl(:bookings::regclass, 'during', '{room}')",
+     "SELECT during, room FROM app.bookings WHERE false", "", {}),
+    ("find_overlaps", ["USAGE on schema app", "SELECT on app.bookings"],
+     "SELECT count(*) FROM ck.find_overlaps(:bookings::regclass, 'during', '{room}')",
+     "SELECT count(*) FROM app.bookings AS a JOIN app.bookings AS b ON a.room = b.room AND a.during && b.during "
+     "AND a.ctid < b.ctid", "", {}),
+    ("add_overlap_guard", ["ownership (member of the owner role)"],
+     "BEGIN; SELECT ck.add_overlap_guard(:bookings::regclass, 'during', '{room}'); ROLLBACK",
+     "ALTER TABLE app.bookings ADD CONSTRAINT plain_guard EXCLUDE USING gist (room WITH =, during WITH &&)", "",
+     {"not the owner, USAGE and SELECT": ["USAGE on schema app", "SELECT on app.bookings"]}),
+    ("unique_guard_ddl", ["SELECT on app.stock"],
+     "SELECT ck.unique_guard_ddl(:stock::regclass, '{code}', 'qty > 0')",
+     "SELECT code FROM app.stock WHERE qty > 0 AND false", "", {}),
+    ("volatility_audit", [], "SELECT count(*) FROM ck.volatility_audit('app')",
+     "SELECT count(*) FROM pg_proc WHERE pronamespace = 'app'::regnamespace", "", {}),
+    ("scan_check", ["USAGE on schema app", "SELECT on app.stock"],
+     "SELECT count(*) FROM ck.scan_check('SELECT * FROM app.stock WHERE qty > 0')",
+     "EXPLAIN SELECT * FROM app.stock WHERE qty > 0", "", {}),
+]
+
+
+# Rights given in every cell of a function, not varied.
+ALWAYS = {"overlap_guard_ddl": ["USAGE on schema app"], "unique_guard_ddl": ["USAGE on schema app"]}
+
+
+def cells():
+    for name, rights, ck, plain, pre, extra in FUNCS:
+        always = ALWAYS.get(name, [])
+        yield name, "every right it needs" if rights else "no right at all", always + rights, [], ck, plain, pre
+        for r in rights:
+            yield name, "without " + r, always + [x for x in rights if x != r], [r], ck, plain, pre
+        for label, given in extra.items():
+            yield name, label, always + given, [], ck, plain, pre
+
+
+def script(su, owner, user, run):
+    out = ["\\set run %s" % run, "\\set VERBOSITY sqlstate", "\\set SHOW_CONTEXT never", "\\pset format unaligned",
+           "\\pset tuples_only on", "SET client_min_messages = warning;",
+           "SELECT 'app.stock'::regclass::oid AS stock, 'app.bookings'::regclass::oid AS bookings, "
+           "'app.jobs'::regclass::oid AS jobs, 'app.mail'::regclass::oid AS mail, "
+           "'app.empty'::regclass::oid AS empty \\gset"]
+    for n, (name, label, given, taken, ck, plain, pre) in enumerate(cells(), 1):
+        out.append("\\echo @@cell %d" % n)
+        out.append("\\set cell %d" % n)
+        out.append(RESET.format(u=user, o=owner))
+        for r in given:
+            g = RIGHTS[r][0] if r in RIGHTS else COLUMN_RIGHTS[r]
+            if g:
+                out.append(g.format(u=user, o=owner) + ";")
+        for r in RIGHTS:   # a PUBLIC default is taken away unless the cell keeps it
+            if RIGHTS[r][1] and (r in taken):
+                out.append(RIGHTS[r][1] + ";")
+        if pre:
+            out.append(pre.format(o=owner))
+        out.append("SELECT chaos.state() AS state_before \\gset")
+        out.append("\\c - %s" % user)
+        out.append("\\set LAST_ERROR_SQLSTATE 00000")
+        out.append("BEGIN; %s; ROLLBACK;" % plain)
+        out.append("\\echo @@plain %d :LAST_ERROR_SQLSTATE" % n)
+        out.append("\\set LAST_ERROR_SQLSTATE 00000")
+        out.append(ck + ";")
+        out.append("\\echo @@ck %d :LAST_ERROR_SQLSTATE" % n)
+        out.append("ROLLBACK;")
+        out.append("\\c - %s" % su)
+        out.append("SELECT '@@unchanged %d ' || (chaos.state() = :'state_before');" % n)
+        # a cell's queue is dropped again (by the call or here) so the next one can make it
+        out.append("DROP TABLE IF EXISTS app.dq, app.dq_dead; DELETE FROM ck.queues WHERE queue::text LIKE 'app.dq%';")
+    out.append(RESET.format(u=user, o=owner))
+    return "\n".join(out)
+
+
+def judge(path):
+    plain, ck, unchanged = {}, {}, {}
+    for line in open(path, errors="replace"):
+        parts = line.split()
+        if len(parts) == 3 and parts[0] in ("@@plain", "@@ck", "@@unchanged"):
+            {"@@plain": plain, "@@ck": ck, "@@unchanged": unchanged}[parts[0]][int(parts[1])] = parts[2]
+    total = failed = refused = 0
+    functions = set()
+    for n, (name, label, *_rest) in enumerate(cells(), 1):
+        total += 1
+        functions.add(name.split(",")[0].split("(")[0])
+        p, c, u = plain.get(n), ck.get(n), unchanged.get(n) in ("t", "true")
+        why = None
+        if p is None or c is None:
+            why = "no result (the script stopped?)"
+        elif p not in ("00000", "42501"):
+            why = "the plain SQL failed with %s: the cell is wrong" % p
+        elif p == "00000" and c != "00000":
+            why = "ck refuses (%s) what plain SQL allows" % c
+        elif p == "42501" and c == "00000":
+            why = "ck allows what plain SQL refuses (42501)"
+        elif p == "42501" and c != "42501":
+            why = "ck refuses with %s, not 42501" % c
+        elif p == "42501" and not u:
+            why = "refused, but something changed"
+        if p == "42501":
+            refused += 1
+        outcome = "allowed" if p == "00000" and c == "00000" else "refused (%s)" % c
+        if why:
+            failed += 1
+            print("not ok - %s, %s: %s  # %s" % (name, label, outcome, why))
+        else:
+            print("ok - %s, %s: %s" % (name, label, outcome))
+    print("# privilege matrix: %d cells over %d functions (%d where plain SQL is refused), %d failed"
+          % (total, len(functions), refused, failed))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "script":
+        print(script(*sys.argv[2:6]))
+    elif sys.argv[1] == "judge":
+        judge(sys.argv[2])
+    else:
+        sys.exit(__doc__)
