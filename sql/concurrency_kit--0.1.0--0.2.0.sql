@@ -49,11 +49,20 @@ DECLARE
     queue_name pg_catalog.text := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, queue, 0)).identity;
     dead pg_catalog.regclass;
 BEGIN
-    DELETE FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue
-    RETURNING q.dead_letters INTO dead;
+    IF queue IS NULL THEN
+        RAISE EXCEPTION 'queue must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- Everyone may read ck.queues; only the owner of a queue may delete its row (row-level
+    -- security), and DROP TABLE asks the same: a non-owner gets 42501, not "not a queue".
+    SELECT q.dead_letters INTO dead FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'table % is not a queue', queue_name USING ERRCODE = 'wrong_object_type';
     END IF;
+    IF NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class AS c
+                                   WHERE c.oid OPERATOR(pg_catalog.=) queue), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', queue_name USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    DELETE FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue;
     EXECUTE pg_catalog.format('DROP TABLE %s, %s', queue_name,
         (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, dead, 0)).identity);
 END

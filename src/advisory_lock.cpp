@@ -187,13 +187,13 @@ CK_FUNCTION(ck_set_lock_timeout)
 {
     ck::require_arg(fcinfo, 0, "timeout");
     Interval *iv = PG_GETARG_INTERVAL_P(0);
-    if (iv->time < 0 || iv->day < 0 || iv->month < 0)
+    if (ck::interval_usecs(iv) < 0)
         throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE, "timeout must not be negative");
     if (!IsTransactionBlock())
         throw ck::Error(ERRCODE_NO_ACTIVE_SQL_TRANSACTION,
                         "ck.set_lock_timeout must be called inside a transaction block",
                         "Outside BEGIN ... COMMIT, SET LOCAL would end with this statement and change nothing.");
-    int ms = (iv->time == 0 && iv->day == 0 && iv->month == 0) ? 0 : timeout_ms(fcinfo, 0);
+    int ms = ck::interval_usecs(iv) == 0 ? 0 : timeout_ms(fcinfo, 0);
     ck::pg_call([&] {
         char value[32];
         snprintf(value, sizeof value, "%d", ms);

@@ -80,17 +80,14 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         TableRef table;
         ColumnRef column;
         ColumnRef key;
-        const char *key_param;
-        const char *key_eq;       // the key type's own equality operator
-        const char *column_eq;    // the column type's (transition)
+        const char *key_match;    // "key = $1"
+        const char *column_eq;    // the column type's own equality operator (transition)
     } r;
-    AclMode mode = key.kind == StatementKind::ReadAsText ? ACL_SELECT : ACL_UPDATE;
     ck::pg_call([&] {
-        r.table = ck::table_ref(call.relid, mode);
+        r.table = ck::table_ref(call.relid);
         r.column = ck::column_ref(r.table, call.column);
         r.key = ck::key_column_ref(r.table, call.key_column);
-        r.key_param = ck::key_param_sql(r.key, call.key_type, 1);
-        r.key_eq = ck::equality_operator_sql(r.key.type);
+        r.key_match = ck::key_match_sql(r.key, call.key_type, 1);
         r.column_eq = key.kind == StatementKind::Transition ? ck::equality_operator_sql(r.column.type) : nullptr;
     });
     bool counter = key.kind == StatementKind::Decrement || key.kind == StatementKind::Increment;
@@ -102,8 +99,8 @@ Prepared build(const ck::PlanKey &key, const Call &call)
 
     // Operators are schema-qualified (see qualify.hpp): the caller's search_path reaches none.
     std::string col = r.column.sql;
-    std::string set_where = "UPDATE " + std::string(r.table.sql) + " SET " + col + " = ";
-    std::string where = std::string(" WHERE ") + r.key.sql + " " + r.key_eq + " " + r.key_param;
+    std::string set_where = "UPDATE " + std::string(r.table.rows_sql) + " SET " + col + " = ";
+    std::string where = std::string(" WHERE ") + r.key_match;
     std::string returning = " RETURNING " + col + "::pg_catalog.numeric";
     std::string sql;
     Oid types[3] = {call.key_type, INT8OID, NUMERICOID};
@@ -128,7 +125,7 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         nargs = 3;
         break;
     case StatementKind::ReadAsText:
-        sql = "SELECT " + col + "::pg_catalog.text FROM " + r.table.sql + where;
+        sql = "SELECT " + col + "::pg_catalog.text FROM " + r.table.rows_sql + where;
         nargs = 1;
         break;
     default:

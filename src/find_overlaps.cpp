@@ -2,6 +2,7 @@
 // constraint cannot be added NOT VALID, so this audit is the safe route on a live table.
 // One sorted pass (by key, then range start) keeps only the ranges that can still
 // overlap what follows: O(n log n), not a self-join.
+#include "args.hpp"
 #include "boundary.hpp"
 #include "overlap_guard.hpp"
 #include "spi.hpp"
@@ -50,7 +51,7 @@ int find_overlap_pairs(const OverlapTarget &t, int max_pairs, OverlapPair *pairs
         key_text = "ROW(" + keys + ")::pg_catalog.text";
     std::string group = t.nkeys > 0 ? "pg_catalog.dense_rank() OVER (ORDER BY " + keys + ")" : "1::bigint";
     std::string sql = std::string("SELECT ctid, ") + group + " AS g, " + key_text + ", " + t.range.sql + ", " +
-                      t.range.sql + "::pg_catalog.text FROM " + t.table.sql + " WHERE " + t.range.sql +
+                      t.range.sql + "::pg_catalog.text FROM " + t.table.rows_sql + " WHERE " + t.range.sql +
                       " IS NOT NULL AND NOT pg_catalog.isempty(" + t.range.sql + ") ORDER BY g, pg_catalog.lower(" +
                       t.range.sql + ") NULLS FIRST";
 
@@ -133,9 +134,11 @@ int find_overlap_pairs(const OverlapTarget &t, int max_pairs, OverlapPair *pairs
 
 CK_FUNCTION(ck_find_overlaps)
 {
-    if (PG_ARGISNULL(3) || PG_GETARG_INT32(3) < 1)
-        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE, "max_pairs must be at least 1");
+    ck::require_arg(fcinfo, 3, "max_pairs");
     int max_pairs = PG_GETARG_INT32(3);
+    if (max_pairs < 1 || max_pairs > ck::max_overlap_pairs)
+        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE,
+                        ck::fmt("max_pairs must be between 1 and %d, got %d", ck::max_overlap_pairs, max_pairs));
     ck::OverlapTarget t = ck::overlap_target(fcinfo);
     ck::spi_connect();
     ck::OverlapPair *pairs = ck::pg_call([&] { return (ck::OverlapPair *) palloc(max_pairs * sizeof(ck::OverlapPair)); });

@@ -5,6 +5,11 @@
 #include "plan_cache.hpp"
 #include "spi.hpp"
 
+extern "C" {
+#include "catalog/namespace.h"
+#include "utils/acl.h"
+}
+
 #include <string>
 #include <unordered_map>
 
@@ -26,9 +31,21 @@ void on_xact(XactEvent event, void *)
         for (auto &[name, number] : pending)
             committed.emplace(name, number);
         pending.clear();
-    } else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
+    } else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE) {
+        // A prepared transaction may yet roll back: its registrations are looked up again.
         pending.clear();
     }
+}
+
+// A cached number answers only a caller who may read the registry, as the lookup would.
+void require_registry_read()
+{
+    pg_call([] {
+        Oid registry = get_relname_relid("lock_namespaces", get_namespace_oid("ck", false));
+        AclResult ok = pg_class_aclcheck(registry, GetUserId(), ACL_SELECT);
+        if (ok != ACLCHECK_OK)
+            aclcheck_error(ok, OBJECT_TABLE, "lock_namespaces");
+    });
 }
 
 void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
@@ -68,10 +85,14 @@ bool run(StatementKind kind, Datum name, int32 *number)
 int32 lock_namespace_number(const char *name, int wait_ms)
 {
     std::string key(name);
-    if (auto it = committed.find(key); it != committed.end())
+    if (auto it = committed.find(key); it != committed.end()) {
+        require_registry_read();
         return it->second;
-    if (auto it = pending.find(key); it != pending.end())
+    }
+    if (auto it = pending.find(key); it != pending.end()) {
+        require_registry_read();
         return it->second;
+    }
     if (key.empty() || key.size() > max_name_bytes)
         throw Error(ERRCODE_INVALID_PARAMETER_VALUE,
                     fmt("a lock namespace name must have 1 to %zu bytes, got %zu", max_name_bytes, key.size()));

@@ -50,7 +50,8 @@ OverlapTarget overlap_target(FunctionCallInfo fcinfo)
 
     OverlapTarget t{};
     pg_call([&] {
-        t.table = table_ref(relid, ACL_SELECT);
+        t.table = table_ref(relid);
+        require_select(t.table);
         t.range = column_ref(t.table, range_name);
         char kind = get_typtype(t.range.base_type);
         if (kind != TYPTYPE_RANGE && kind != TYPTYPE_MULTIRANGE)

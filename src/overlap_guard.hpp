@@ -8,6 +8,8 @@
 namespace ck {
 
 constexpr int max_guard_keys = 32;
+// Most pairs ck.find_overlaps returns in one call (they are held in memory until returned).
+constexpr int max_overlap_pairs = 1000000;
 
 struct OverlapTarget {
     TableRef table;

@@ -55,6 +55,7 @@ struct Prepared {
     int32 max_attempts = 0;
     Interval lease{};
     BlockNumber planned_blocks = 0;   // the claim: the queue's size when it was planned
+    Oid dead_letters = InvalidOid;    // the queue's dead-letter table
 };
 
 // The valid entry for key, or nullptr. At nesting depth 0 it first frees plans that

@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "common/pg_prng.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/inval.h"
 #include "utils/timestamp.h"
@@ -77,6 +78,18 @@ void replan_if_grown(Oid queue, const Prepared &claim)
         ck::pg_call([&] { CacheInvalidateRelcacheByRelid(queue); });
 }
 
+// Whether the caller may bury: move jobs out of the queue (SELECT, DELETE) into its dead
+// letters (INSERT). A worker without those rights claims all the same and leaves the burial
+// to one that has them.
+bool may_bury(Oid queue, Oid dead_letters)
+{
+    return ck::pg_call([&] {
+        Oid user = GetUserId();
+        return pg_class_aclcheck(queue, user, ACL_SELECT | ACL_DELETE) == ACLCHECK_OK &&
+               pg_class_aclcheck(dead_letters, user, ACL_INSERT) == ACLCHECK_OK;
+    });
+}
+
 // Runs one claim into SPI's result; buries expired jobs on their last attempt when the
 // claim came back short (they are skipped by the claim, so they would otherwise linger).
 uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap)
@@ -91,12 +104,14 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap)
     if (n < static_cast<uint64>(batch) || ++claims_since_burial >= 64) {
         claims_since_burial = 0;
         replan_if_grown(queue, claim);
-        SPITupleTable *claimed = SPI_tuptable;
-        const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
-        Datum args[2] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment)};
-        ck::execute_plan(bury.plan, args, nullptr, snap);
-        SPI_tuptable = claimed;   // the claim's rows are what the caller returns
-        SPI_processed = n;
+        if (may_bury(queue, claim.dead_letters)) {
+            SPITupleTable *claimed = SPI_tuptable;
+            const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
+            Datum args[2] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment)};
+            ck::execute_plan(bury.plan, args, nullptr, snap);
+            SPI_tuptable = claimed;   // the claim's rows are what the caller returns
+            SPI_processed = n;
+        }
     }
     return n;
 }
@@ -171,7 +186,10 @@ CK_FUNCTION(ck_claim_wait)
     if (IsolationUsesXactSnapshot())
         throw ck::Error(ERRCODE_ACTIVE_SQL_TRANSACTION, "ck.claim_wait needs READ COMMITTED",
                         "Under REPEATABLE READ or SERIALIZABLE one snapshot would never see new jobs.");
-    TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(ck::interval_usecs(max_wait));
+    // A wait longer than a century is a wait without end (until statement_timeout or a cancel).
+    TimestampTz start = GetCurrentTimestamp();
+    double wait_us = std::min(ck::interval_usecs(max_wait), 100.0 * 365 * USECS_PER_DAY);
+    TimestampTz deadline = start + static_cast<int64>(wait_us);
     bool on_commit = ck::queue_wakeup_active();
 
     ck::spi_connect();
@@ -185,7 +203,8 @@ CK_FUNCTION(ck_claim_wait)
         if (now >= deadline)
             break;
         TimestampTz wake = std::min(deadline, next_due(queue, now));
-        long nap_ms = static_cast<long>((std::max<TimestampTz>(wake - now, 0) + 999) / 1000);
+        // At most a minute per nap (the wait functions take an int of milliseconds).
+        long nap_ms = static_cast<long>(std::min<TimestampTz>((wake - now + 999) / 1000, 60000));
         if (!on_commit) {
             nap_ms = std::min(nap_ms, poll_ms);
             poll_ms = std::min(poll_ms * 2, 200L);   // short looks, never a busy loop

@@ -143,7 +143,8 @@ CK_FUNCTION(ck_queues_changed)
     ck::pg_call([&] {
         TriggerData *trigger = (TriggerData *) fcinfo->context;
         if (!CALLED_AS_TRIGGER(fcinfo))
-            elog(ERROR, "ck_queues_changed must be called as a trigger");
+            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                            errmsg("ck.queues_changed must be called as a trigger")));
         bool isnull;
         Datum queue = heap_getattr(trigger->tg_trigtuple, 1, trigger->tg_relation->rd_att, &isnull);
         Oid relid = DatumGetObjectId(queue);

@@ -196,8 +196,7 @@ const Prepared &queue_statement(StatementKind kind, Oid relid)
 {
     PlanKey key(kind, relid, InvalidOid, "", nullptr);
     return prepare_once(key, [&] {
-        AclMode mode = kind == StatementKind::Enqueue ? ACL_INSERT : ACL_SELECT;
-        TableRef table = pg_call([&] { return table_ref(relid, mode); });
+        TableRef table = pg_call([&] { return table_ref(relid); });
         QueueRow row = read_queue_row(relid);
         if (!row.found)
             throw Error(ERRCODE_WRONG_OBJECT_TYPE, fmt("table \"%s\" is not a queue", table.qualified),
@@ -216,6 +215,7 @@ const Prepared &queue_statement(StatementKind kind, Oid relid)
         p.qualified = table.qualified;
         p.max_attempts = row.max_attempts;
         p.lease = row.lease;
+        p.dead_letters = row.dead_letters;
         if (kind == StatementKind::Claim)
             p.planned_blocks = table_blocks(relid);
         return p;

@@ -9,6 +9,7 @@ extern "C" {
 #include "catalog/pg_index.h"
 #include "catalog/pg_operator.h"
 #include "parser/parse_coerce.h"
+#include "parser/parse_oper.h"
 #include "utils/acl.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
@@ -18,7 +19,7 @@ extern "C" {
 
 namespace ck {
 
-TableRef table_ref(Oid relid, AclMode required)
+TableRef table_ref(Oid relid)
 {
     if (!OidIsValid(relid))
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("table must not be NULL or 0")));
@@ -30,8 +31,6 @@ TableRef table_ref(Oid relid, AclMode required)
     if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
         ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
                         errmsg("\"%s\" is not a table", name)));
-    if (pg_class_aclcheck(relid, GetUserId(), required) != ACLCHECK_OK)
-        aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, name);
 
     const char *schema = get_namespace_name(get_rel_namespace(relid));
     TableRef t;
@@ -39,7 +38,16 @@ TableRef table_ref(Oid relid, AclMode required)
     t.name = name;
     t.qualified = psprintf("%s.%s", schema, name);
     t.sql = quote_qualified_identifier(schema, name);
+    t.rows_sql = relkind == RELKIND_RELATION ? psprintf("ONLY %s", t.sql) : t.sql;
     return t;
+}
+
+void require_select(const TableRef &table)
+{
+    Oid user = GetUserId();
+    if (pg_class_aclcheck(table.relid, user, ACL_SELECT) != ACLCHECK_OK &&
+        pg_attribute_aclcheck_all(table.relid, user, ACL_SELECT, ACLMASK_ANY) != ACLCHECK_OK)
+        aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, table.name);
 }
 
 static ColumnRef column_by_attnum(const TableRef &table, AttrNumber attnum)
@@ -51,8 +59,7 @@ static ColumnRef column_by_attnum(const TableRef &table, AttrNumber attnum)
     c.base_type = getBaseType(c.type);
     c.name = get_attname(table.relid, attnum, false);
     c.sql = quote_identifier(c.name);
-    c.type_sql = format_type_extended(c.type, c.typmod,
-                                      FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+    c.type_sql = format_type_extended(c.type, -1, FORMAT_TYPE_FORCE_QUALIFY);
     c.type_display = format_type_be(c.type);
     return c;
 }
@@ -125,12 +132,21 @@ ColumnRef key_column_ref(const TableRef &table, const char *key_column)
     return column_by_attnum(table, attnum);
 }
 
-const char *key_param_sql(const ColumnRef &key, Oid param_type, int param_no)
+const char *key_match_sql(const ColumnRef &key, Oid param_type, int param_no)
 {
+    const char *eq = equality_operator_sql(key.type);
     if (param_type == key.type)
-        return psprintf("$%d", param_no);
+        return psprintf("%s %s $%d", key.sql, eq, param_no);
+    if (strncmp(eq, "OPERATOR(pg_catalog.", 20) == 0) {
+        List *name = list_make2(makeString(pstrdup("pg_catalog")), makeString(pstrdup("=")));
+        Operator op = oper(make_parsestate(nullptr), name, key.type, param_type, true, -1);
+        if (op != nullptr) {
+            ReleaseSysCache(op);
+            return psprintf("%s OPERATOR(pg_catalog.=) $%d", key.sql, param_no);
+        }
+    }
     if (can_coerce_type(1, &param_type, &key.type, COERCION_ASSIGNMENT))
-        return psprintf("$%d::%s", param_no, key.type_sql);
+        return psprintf("%s %s $%d::%s", key.sql, eq, param_no, key.type_sql);
     ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
                     errmsg("key of type %s does not match column \"%s\" of type %s",
                            format_type_be(param_type), key.name, key.type_display),

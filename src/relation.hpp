@@ -11,6 +11,9 @@ struct TableRef {
     const char *name;             // bare relation name, for messages
     const char *qualified;        // schema.name, unquoted, for messages
     const char *sql;              // quoted schema-qualified name, for statements
+    const char *rows_sql;         // the same, ONLY for an ordinary table: statements about one
+                                  // row by its key must not reach inheritance children, whose
+                                  // keys the table's unique index does not cover
 };
 
 struct ColumnRef {
@@ -20,13 +23,19 @@ struct ColumnRef {
     int32 typmod;
     const char *name;
     const char *sql;              // quoted identifier
-    const char *type_sql;         // schema-qualified type name with its typmod
+    const char *type_sql;         // schema-qualified type name, without its typmod: a cast to it
+                                  // never truncates (assignment to the column checks the length)
     const char *type_display;     // type name for messages
 };
 
-// The table behind a regclass argument: it must exist, be an ordinary or partitioned
-// table, and the current user must hold `required` on it (42501 otherwise).
-TableRef table_ref(Oid relid, AclMode required);
+// The table behind a regclass argument: it must exist and be an ordinary or partitioned
+// table. No privilege is checked here: the executor checks the caller's privileges when our
+// statement runs, column privileges included, exactly as for the statement written by hand.
+TableRef table_ref(Oid relid);
+
+// The DDL generators read the table's definition only; they answer those who may read the
+// table (SELECT on it or on one of its columns), as the plain DDL would need to: 42501 otherwise.
+void require_select(const TableRef &table);
 
 // A user column of the table, by name (42703 when missing, dropped or a system column).
 ColumnRef column_ref(const TableRef &table, const char *name);
@@ -35,8 +44,11 @@ ColumnRef column_ref(const TableRef &table, const char *name);
 // NULL, else key_column, which must carry a single-column unique index (42P10 otherwise).
 ColumnRef key_column_ref(const TableRef &table, const char *key_column);
 
-// How a parameter of type param_type is compared with the key column: "$n" when the types
-// match, "$n::type" when an assignment cast exists; 42804 otherwise.
-const char *key_param_sql(const ColumnRef &key, Oid param_type, int param_no);
+// "key = $n" for a parameter of type param_type, immune to the search_path: with the key
+// type's own equality operator when the types match; for a key of a built-in type, with
+// pg_catalog's = as the parser resolves it for the two types (an integer key and a numeric
+// 1.5 compare as numeric and match nothing, as in the hand-written WHERE); else with $n cast
+// to the key's type when an assignment cast exists; 42804 otherwise.
+const char *key_match_sql(const ColumnRef &key, Oid param_type, int param_no);
 
 } // namespace ck

@@ -79,7 +79,8 @@ CK_FUNCTION(ck_unique_guard_ddl)
         const char *index;   // quoted, deterministic: IF NOT EXISTS then means "this guard"
     } c;
     ck::pg_call([&] {
-        c.table = ck::table_ref(relid, ACL_SELECT);
+        c.table = ck::table_ref(relid);
+        ck::require_select(c.table);
         Datum *elems;
         bool *nulls;
         deconstruct_array(cols, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &nulls, &c.n);

@@ -50,6 +50,7 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
 max_connections = 300
+max_prepared_transactions = 10
 fsync = on
 synchronous_commit = on
 shared_preload_libraries = '$([[ ${CK_PRELOAD:-on} == off ]] || echo concurrency_kit)'

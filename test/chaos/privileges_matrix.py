@@ -134,9 +134,13 @@ FUNCS = [
      "SELECT ck.fail(:jobs::regclass, :jid, :jtok, 'x', '1 second')",
      "UPDATE app.jobs SET lease_token = NULL, run_at = now() + interval '1 second', last_error = 'x' "
      "WHERE id = :jid AND lease_token = :jtok", CLAIM_JOB, {}),
-    ("fail, dead", ["USAGE on schema app", "SELECT on app.mail", "DELETE on app.mail", "INSERT on app.mail_dead"],
+    # ck.fail first locks the job (SELECT ... FOR UPDATE, which takes UPDATE) to decide between
+    # retry and dead: the plain SQL that does the same decision locks it too.
+    ("fail, dead", ["USAGE on schema app", "SELECT on app.mail", "UPDATE on app.mail", "DELETE on app.mail",
+                    "INSERT on app.mail_dead"],
      "SELECT ck.fail(:mail::regclass, :mid, :mtok, 'x')",
-     "WITH d AS (DELETE FROM app.mail WHERE id = :mid AND lease_token = :mtok RETURNING *) "
+     "WITH l AS (SELECT id FROM app.mail WHERE id = :mid AND lease_token = :mtok FOR UPDATE), "
+     "d AS (DELETE FROM app.mail WHERE id IN (SELECT id FROM l) AND lease_token = :mtok RETURNING *) "
      "INSERT INTO app.mail_dead (id, job, attempts, last_error) SELECT d.id, to_jsonb(d), d.attempts, 'x' FROM d",
      CLAIM_MAIL, {}),
     ("extend_lease", ["USAGE on schema app", "SELECT on app.jobs", "UPDATE on app.jobs"],
