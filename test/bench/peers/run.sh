@@ -6,10 +6,10 @@
 # Writes test/bench/peers.md, the data under test/bench/peers/data/ and the plots test/bench/peers_*.png.
 #
 # Settings (environment): CK_PEERS_SECONDS (pgbench run length, default 3), CK_PEERS_ROUNDS (runs per cell for the
-# pgbench-driven systems, median taken, default 3), CK_PEERS_WORKERS (default "1 4 8 16 64"), CK_PEERS_JOBS (jobs per
-# cell for graphile-worker with its batching settings, default 50000), CK_PEERS_SLOW_JOBS (for pg-boss fetch/complete
-# and graphile-worker per job, default 10000), CK_PEERS_BACKLOGS (claim latency, default "10000 30000 100000 300000
-# 1000000"), CK_PEERS_ONLY (a space-separated list of sections: throughput latency; default both).
+# pgbench-driven systems, median taken, default 3), CK_PEERS_WORKERS (default "1 4 8 16 64"), CK_PEERS_JOBS (jobs
+# enqueued for pg-boss and graphile-worker, default 50000), CK_PEERS_NODE_SECONDS (their time limit per cell, default
+# 10), CK_PEERS_BACKLOGS (claim latency, default "10000 30000 100000 300000 1000000"), CK_PEERS_ONLY (a
+# space-separated list of sections: throughput latency; default both).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -21,8 +21,8 @@ export PGDATABASE=ck_peers PGOPTIONS='-c client_min_messages=warning'
 seconds=${CK_PEERS_SECONDS:-3}
 rounds=${CK_PEERS_ROUNDS:-3}
 read -r -a workers_list <<<"${CK_PEERS_WORKERS:-1 4 8 16 64}"
-jobs_fast=${CK_PEERS_JOBS:-50000}
-jobs_slow=${CK_PEERS_SLOW_JOBS:-10000}
+node_jobs=${CK_PEERS_JOBS:-50000}
+node_seconds=${CK_PEERS_NODE_SECONDS:-10}
 read -r -a backlogs <<<"${CK_PEERS_BACKLOGS:-10000 30000 100000 300000 1000000}"
 results=$bench/peers.md
 backlog=$((seconds * 20000))   # jobs in the ck and seed queues before each run: more than any run drains
@@ -115,11 +115,8 @@ run_system() {
             tps=$(awk -v t="$tps" 'BEGIN { print t * 500 }')
             ;;
         pgboss-fetch | graphile | graphile-batch | pgboss-work)
-            local jobs=$jobs_slow
-            if [[ $key == graphile-batch ]]; then jobs=$jobs_fast; fi
-            # work() takes a job every 0.5 s per worker at best: 4 s of that
-            if [[ $key == pgboss-work ]]; then jobs=$((8 * n)); fi
-            line=$(cd "$node_dir" && PGOPTIONS="$PGOPTIONS -c synchronous_commit=$sync" node peers.js "$key" "$n" "$jobs")
+            line=$(cd "$node_dir" && PGOPTIONS="$PGOPTIONS -c synchronous_commit=$sync" \
+                   node peers.js "$key" "$n" "$node_jobs" "$node_seconds")
             tps=${line##* }
             ;;
     esac
@@ -283,18 +280,18 @@ No-op handlers throughout. Every cell ran in one pass over the worker counts; in
   worker count (at least 2,000 per queue), each run reads every queue to its end (pgbench -t); the consumer is
   rewound to the first tick between runs; median of $rounds runs.
 - **pg-boss fetch + complete**: a loop per worker of \`boss.fetch(queue)\` (one job) then \`boss.complete(queue, id)\`,
-  pg-boss's own manual-polling API at full speed; $jobs_slow jobs per cell (fewer than 50,000: its fetch sorts every
-  ready job, see the latency table), one run.
-- **pg-boss work()**: what its documentation recommends, \`work()\` called once per worker, batchSize 1,
+  pg-boss's own manual-polling API at full speed (its fetch sorts every ready job: see the latency table).
+- **pg-boss work()**: as its documentation shows, \`work()\` called once per worker, batchSize 1,
   pollingIntervalSeconds 0.5 (its minimum; default 2): a worker fetches, runs the handler, completes (without
-  waiting) and sleeps out the interval, so it tops out at 2 jobs/s per worker whatever the database does; 8 jobs per
-  worker, one run.
+  waiting) and sleeps out the interval, so it tops out at 2 jobs/s per worker whatever the database does.
 - **graphile-worker**: \`run()\` with concurrency = workers, maxPoolSize = workers + 1, otherwise its defaults (each
-  job fetched and completed on its own, LISTEN/NOTIFY for new jobs); $jobs_slow jobs per cell, one run.
+  job fetched and completed on its own, LISTEN/NOTIFY for new jobs).
 - **graphile-worker, batched**: the same with the settings of its performance page: localQueue size 500,
-  completeJobBatchDelay 0, failJobBatchDelay 0; $jobs_fast jobs per cell, one run.
-- pg-boss and graphile-worker: the jobs are enqueued first with their bulk APIs (\`insert\`, \`addJobs\`), not timed;
-  jobs/s = jobs / seconds from starting the workers until the database holds no unfinished job.
+  completeJobBatchDelay 0, failJobBatchDelay 0.
+- pg-boss and graphile-worker: $node_jobs jobs enqueued first with their bulk APIs (\`insert\`, \`addJobs\`), not
+  timed; then the workers start, and jobs/s = jobs finished (as the database counts them) / seconds, until all
+  $node_jobs are finished or $node_seconds s have passed (so the slow ones are measured on a backlog of about
+  $node_jobs jobs, as the others); one run per cell.
 EOF
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -1,7 +1,7 @@
 // make bench-peers: pg-boss and graphile-worker with no-op handlers.
 //
 //   node peers.js versions
-//   node peers.js SYSTEM WORKERS JOBS
+//   node peers.js SYSTEM WORKERS JOBS SECONDS
 //
 // SYSTEM is one of
 //   pgboss-work      pg-boss's work(): WORKERS calls of work() (one polling worker each), batchSize 1,
@@ -13,13 +13,15 @@
 //   graphile-batch   the same with the settings of graphile-worker's performance page: localQueue size 500,
 //                    completeJobBatchDelay 0, failJobBatchDelay 0
 //
+// Enqueues JOBS jobs first with the system's bulk API (not timed), then starts the workers and times until the
+// database holds no job left to do, or SECONDS have passed; prints one line:
+// "SYSTEM WORKERS JOBS_DONE SECONDS JOBS_PER_SECOND", jobs done as the database counts them.
+//
 //   node peers.js pgboss-latency BACKLOG
 //                    makes pg-boss queue 'latency' with BACKLOG jobs (raw SQL INSERT, which pg-boss supports) and prints
 //                    a pgbench script: pg-boss's own fetch statement for one job (from the installed package, with its
 //                    arguments filled in), its complete statement, and one INSERT to keep the backlog at its size
 //
-// Enqueues JOBS jobs first with the system's bulk API (not timed), then starts the workers and times until the
-// database holds no job left to do. Prints one line: "SYSTEM WORKERS JOBS SECONDS JOBS_PER_SECOND".
 // Connection: the PG* environment variables (PGHOST, PGPORT, PGUSER, PGDATABASE, PGOPTIONS for synchronous_commit).
 'use strict';
 
@@ -34,29 +36,41 @@ function versionOf(name) {
     return require(`${name}/package.json`).version;
 }
 
-// Waits until query (one row, column n) returns 0, looking every 20 ms; returns the moment it saw 0.
-async function waitForZero(pool, sql, params) {
+// Until the deadline (performance.now() ms): waits until the handlers saw every job (handled() >= jobs), then until
+// the query (one row, column n: jobs not yet finished) returns 0, looking every 20 ms. Returns [moment, jobs left].
+async function finish(pool, sql, params, handled, jobs, deadline) {
+    while (handled() < jobs && performance.now() < deadline) await sleep(20);
     for (;;) {
         const { rows } = await pool.query(sql, params);
-        if (Number(rows[0].n) === 0) return performance.now();
+        const left = Number(rows[0].n);
+        const now = performance.now();
+        if (left === 0 || now >= deadline) return [now, left];
         await sleep(20);
     }
 }
 
-async function pgboss(mode, workers, jobs) {
+// A new, empty pg-boss queue (a new partition of its job table): deleteQueue refuses a queue that holds jobs.
+async function resetQueue(boss, pool, queue) {
+    if (await boss.getQueue(queue)) {
+        await pool.query('DELETE FROM pgboss.job WHERE name = $1', [queue]);
+        await boss.deleteQueue(queue);
+    }
+    await boss.createQueue(queue);
+}
+
+async function pgboss(mode, workers, jobs, seconds) {
     const PgBoss = require('pg-boss');
     const queue = 'peers';
     // A pool big enough for every worker's fetch and complete and pg-boss's own upkeep.
     const boss = new PgBoss({ database: process.env.PGDATABASE, max: workers + 4 });
     boss.on('error', (err) => console.error('pg-boss:', err.message));
     await boss.start();
-    await boss.deleteQueue(queue).catch(quiet);
-    await boss.createQueue(queue);
+    const watch = new pg.Pool({ max: 1 });
+    await resetQueue(boss, watch, queue);
     for (let done = 0; done < jobs; done += 10000) {
         const n = Math.min(10000, jobs - done);
         await boss.insert(Array.from({ length: n }, (_, i) => ({ name: queue, data: { n: done + i } })));
     }
-    const watch = new pg.Pool({ max: 1 });
     await watch.query('VACUUM ANALYZE pgboss.job');
     const left = "SELECT count(*) AS n FROM pgboss.job WHERE name = $1 AND state < 'completed'";
 
@@ -86,17 +100,16 @@ async function pgboss(mode, workers, jobs) {
             })());
         }
     }
-    while (handled < jobs) await sleep(20);
-    const t1 = await waitForZero(watch, left, [queue]);
+    const [t1, notDone] = await finish(watch, left, [queue], () => handled, jobs, t0 + seconds * 1000);
     stop = true;
     await Promise.all(loops);
     await boss.offWork(queue).catch(quiet);
     await boss.stop({ graceful: false, wait: true, timeout: 2000 }).catch(quiet);
     await watch.end();
-    return (t1 - t0) / 1000;
+    return [jobs - notDone, (t1 - t0) / 1000];
 }
 
-async function graphile(batched, workers, jobs) {
+async function graphile(batched, workers, jobs, seconds) {
     const { run, makeWorkerUtils } = require('graphile-worker');
     const { Logger } = require('@graphile/logger');
     const logger = new Logger(() => quiet);
@@ -126,11 +139,11 @@ async function graphile(batched, workers, jobs) {
         preset: { worker },
         taskList: { noop: async () => { handled++; } },
     });
-    while (handled < jobs) await sleep(20);
-    const t1 = await waitForZero(watch, 'SELECT count(*) AS n FROM graphile_worker._private_jobs', []);
+    const [t1, notDone] = await finish(watch, 'SELECT count(*) AS n FROM graphile_worker._private_jobs', [],
+                                       () => handled, jobs, t0 + seconds * 1000);
     await runner.stop();
     await watch.end();
-    return (t1 - t0) / 1000;
+    return [jobs - notDone, (t1 - t0) / 1000];
 }
 
 // One line of SQL for pgbench: $1 and $2 replaced by the given SQL literals.
@@ -145,10 +158,9 @@ async function pgbossLatency(backlog) {
     const queue = 'latency';
     const boss = new PgBoss({ database: process.env.PGDATABASE, max: 2, supervise: false, schedule: false });
     await boss.start();
-    await boss.deleteQueue(queue).catch(quiet);
-    await boss.createQueue(queue);
-    await boss.stop({ graceful: false, wait: true, timeout: 2000 }).catch(quiet);
     const db = new pg.Pool({ max: 1 });
+    await resetQueue(boss, db, queue);
+    await boss.stop({ graceful: false, wait: true, timeout: 2000 }).catch(quiet);
     await db.query(`INSERT INTO pgboss.job (name, data)
                     SELECT $1, jsonb_build_object('n', g) FROM generate_series(1, $2::int) AS g`, [queue, backlog]);
     await db.query('VACUUM ANALYZE pgboss.job');
@@ -162,7 +174,7 @@ async function pgbossLatency(backlog) {
 }
 
 async function main() {
-    const [system, w, j] = process.argv.slice(2);
+    const [system, w, j, sec] = process.argv.slice(2);
     if (system === 'versions') {
         console.log(`pg-boss ${versionOf('pg-boss')}, graphile-worker ${versionOf('graphile-worker')}, ` +
                     `pg ${versionOf('pg')}, node ${process.versions.node}`);
@@ -174,16 +186,19 @@ async function main() {
     }
     const workers = Number(w);
     const jobs = Number(j);
-    if (!(workers > 0 && jobs > 0)) throw new Error('usage: node peers.js versions | SYSTEM WORKERS JOBS');
-    let seconds;
+    const limit = Number(sec);
+    if (!(workers > 0 && jobs > 0 && limit > 0)) {
+        throw new Error('usage: node peers.js versions | SYSTEM WORKERS JOBS SECONDS | pgboss-latency BACKLOG');
+    }
+    let done, seconds;
     switch (system) {
-        case 'pgboss-work': seconds = await pgboss('work', workers, jobs); break;
-        case 'pgboss-fetch': seconds = await pgboss('fetch', workers, jobs); break;
-        case 'graphile': seconds = await graphile(false, workers, jobs); break;
-        case 'graphile-batch': seconds = await graphile(true, workers, jobs); break;
+        case 'pgboss-work': [done, seconds] = await pgboss('work', workers, jobs, limit); break;
+        case 'pgboss-fetch': [done, seconds] = await pgboss('fetch', workers, jobs, limit); break;
+        case 'graphile': [done, seconds] = await graphile(false, workers, jobs, limit); break;
+        case 'graphile-batch': [done, seconds] = await graphile(true, workers, jobs, limit); break;
         default: throw new Error(`unknown system ${system}`);
     }
-    console.log(`${system} ${workers} ${jobs} ${seconds.toFixed(3)} ${(jobs / seconds).toFixed(0)}`);
+    console.log(`${system} ${workers} ${done} ${seconds.toFixed(3)} ${(done / seconds).toFixed(1)}`);
 }
 
 main().then(() => process.exit(0), (err) => {
