@@ -6,7 +6,7 @@
 # jobs done, backlog, heap and index size, dead tuples and autovacuum passes, and the p50/p99 latency of the claims
 # in those 10 s (from pgbench's transaction log). synchronous_commit off for every client (at on, this 2-CPU
 # machine commits far fewer than the 6 transactions per job the two queues need at that rate).
-# Writes test/bench/sustained/results.md, the data under test/bench/sustained/data/ and the plots
+# Writes test/bench/sustained/report.md, the data under test/bench/sustained/data/ and the plots
 # test/bench/sustained_ck.png and test/bench/sustained_seed.png.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -14,7 +14,7 @@ shopt -s inherit_errexit
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bench=$(cd "$here/.." && pwd)
 data=$here/data
-results=$here/results.md
+results=$here/report.md
 export PGDATABASE=ck_sustained PGOPTIONS='-c client_min_messages=warning -c synchronous_commit=off'
 jobs=${CK_SUSTAINED_JOBS:-5000000}
 rate=${CK_SUSTAINED_RATE:-1000}
