@@ -56,6 +56,7 @@ struct Prepared {
     Interval lease{};
     BlockNumber planned_blocks = 0;   // the claim: the queue's size when it was planned
     Oid dead_letters = InvalidOid;    // the queue's dead-letter table
+    mutable bool planned = false;     // its generic plan has been made (see queue.cpp)
 };
 
 // The valid entry for key, or nullptr. At nesting depth 0 it first frees plans that

@@ -207,7 +207,7 @@ $$;
 
 CREATE PROCEDURE mem_xact_lock_number(calls int, warm int, per int) LANGUAGE plpgsql AS $$
 DECLARE
-    ns constant int := ck.lock_namespace('mem-0');
+    ns constant int := ck.lock_namespace('mem-number');   -- not one the by-name family locks: they run side by side
     checked bigint := 0;
 BEGIN
     FOR i IN 1..calls LOOP
