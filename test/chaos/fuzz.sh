@@ -50,13 +50,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
-check() {   # check DESCRIPTION CONDITION...
-    if "${@:2}"; then ok "$1"; else not_ok "$1"; fi
-}
+. "$here/tap.sh"
 su_sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
 # Crash lines the postmaster writes when a backend dies (signal, exception, abnormal exit),

@@ -44,13 +44,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
-check() {   # check DESCRIPTION CONDITION...
-    if "${@:2}"; then ok "$1"; else not_ok "$1"; fi
-}
+. "$here/tap.sh"
 su_sql() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 # as ROLE SQL...: the SQLSTATE of the last statement (00000 when none failed) and its output, on one line.
 as() {
