@@ -5,7 +5,7 @@
 // ck.held_locks.
 #include "args.hpp"
 #include "lock_namespace.hpp"
-#include "lock_timeout.hpp"
+#include "guc_scope.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -82,7 +82,7 @@ void acquire(const Target &t, bool session, int ms)
         ck::pg_call([&] {
             int nest = ck::push_lock_timeout(ms);
             (void) LockAcquire(&tag, ExclusiveLock, session, false);
-            ck::pop_lock_timeout(nest);
+            ck::pop_settings(nest);
         });
     } catch (const ck::PgError &e) {
         ErrorData *edata = e.data();
@@ -187,13 +187,14 @@ CK_FUNCTION(ck_set_lock_timeout)
 {
     ck::require_arg(fcinfo, 0, "timeout");
     Interval *iv = PG_GETARG_INTERVAL_P(0);
-    if (ck::interval_usecs(iv) < 0)
+    double usecs = ck::interval_usecs(iv);
+    if (usecs < 0)
         throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE, "timeout must not be negative");
     if (!IsTransactionBlock())
         throw ck::Error(ERRCODE_NO_ACTIVE_SQL_TRANSACTION,
                         "ck.set_lock_timeout must be called inside a transaction block",
                         "Outside BEGIN ... COMMIT, SET LOCAL would end with this statement and change nothing.");
-    int ms = ck::interval_usecs(iv) == 0 ? 0 : timeout_ms(fcinfo, 0);
+    int ms = usecs == 0 ? 0 : timeout_ms(fcinfo, 0);
     ck::pg_call([&] {
         char value[32];
         snprintf(value, sizeof value, "%d", ms);

@@ -1,7 +1,7 @@
 // ck.lock_namespace and the per-backend cache of namespace numbers.
 #include "lock_namespace.hpp"
 #include "args.hpp"
-#include "lock_timeout.hpp"
+#include "guc_scope.hpp"
 #include "plan_cache.hpp"
 #include "spi.hpp"
 
@@ -122,7 +122,7 @@ int32 lock_namespace_number(const char *name, int wait_ms)
             throw;
         }
         if (nest >= 0)
-            pg_call([&] { pop_lock_timeout(nest); });
+            pg_call([&] { pop_settings(nest); });
         found = found || run(StatementKind::NamespaceLookup, text, &number);
     }
     spi_finish();

@@ -3,6 +3,7 @@
 // token in its WHERE, so a worker whose lease expired and was re-claimed changes nothing.
 #include "args.hpp"
 #include "errcodes.hpp"
+#include "guc_scope.hpp"
 #include "queue.hpp"
 #include "queue_wakeup.hpp"
 #include "spi.hpp"
@@ -11,7 +12,6 @@ extern "C" {
 #include "common/pg_prng.h"
 #include "utils/acl.h"
 #include "utils/array.h"
-#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/timestamp.h"
 }
@@ -93,13 +93,10 @@ uint64 execute_in_index_order(const Prepared &p, Datum *values, ck::Snap snap)
     if (!planning)
         return ck::execute_plan(p.plan, values, nullptr, snap);
     int nest = ck::pg_call([] {
-        int level = NewGUCNestLevel();
-        for (const char *name : {"enable_seqscan", "enable_bitmapscan", "enable_sort"})
-            (void) set_config_option(name, "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-        return level;
+        return ck::push_settings({{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"}});
     });
     uint64 n = ck::execute_plan(p.plan, values, nullptr, snap);
-    ck::pg_call([&] { AtEOXact_GUC(true, nest); });
+    ck::pg_call([&] { ck::pop_settings(nest); });
     p.planned = true;
     return n;
 }
@@ -213,9 +210,8 @@ CK_FUNCTION(ck_claim_wait)
         throw ck::Error(ERRCODE_ACTIVE_SQL_TRANSACTION, "ck.claim_wait needs READ COMMITTED",
                         "Under REPEATABLE READ or SERIALIZABLE one snapshot would never see new jobs.");
     // A wait longer than a century is a wait without end (until statement_timeout or a cancel).
-    TimestampTz start = GetCurrentTimestamp();
     double wait_us = std::min(ck::interval_usecs(max_wait), 100.0 * 365 * USECS_PER_DAY);
-    TimestampTz deadline = start + static_cast<int64>(wait_us);
+    TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(wait_us);
     bool on_commit = ck::queue_wakeup_active();
 
     ck::spi_connect();

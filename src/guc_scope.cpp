@@ -1,0 +1,30 @@
+// Settings for one step, restored after it.
+#include "guc_scope.hpp"
+
+extern "C" {
+#include "utils/guc.h"
+}
+
+namespace ck {
+
+int push_settings(std::initializer_list<std::pair<const char *, const char *>> settings)
+{
+    int nest = NewGUCNestLevel();
+    for (const auto &[name, value] : settings)
+        (void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+    return nest;
+}
+
+void pop_settings(int nest)
+{
+    AtEOXact_GUC(true, nest);
+}
+
+int push_lock_timeout(int ms)
+{
+    char value[32];
+    snprintf(value, sizeof value, "%d", ms < 1 ? 1 : ms);
+    return push_settings({{"lock_timeout", value}});
+}
+
+} // namespace ck
