@@ -101,24 +101,34 @@ queue_cell() {
     rm -r "$logs"
 }
 
-# scaling SCRIPT [VAR=VALUE...]: jobs per second of a queue SCRIPT (one job per transaction) at each of
+# index_reads INDEX: "scans entries" so far of INDEX (pg_stat_user_indexes: idx_scan, idx_tup_read).
+index_reads() { value -F ' ' -c "SELECT idx_scan, idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = '$1'::regclass"; }
+
+# scaling SCRIPT INDEX [VAR=VALUE...]: jobs per second of a queue SCRIPT (one job per transaction) at each of
 # $scaling_clients clients, synchronous_commit off, one run each after the same set-up; a table row with every
-# figure and the share of the script's own peak kept at the largest client count.
+# figure and the share of the script's own peak kept at the largest client count, and a row with the index
+# entries its claims read per scan of INDEX, the index they walk (why a queue slows down with many workers).
 scaling() {
-    local script=$1 clients tps row="" peak=0 last var
+    local script=$1 index=$2 clients tps row="" reads="" peak=0 last var before after
     local -a defines=()
-    for var in "${@:2}"; do defines+=(-D "$var"); done
+    for var in "${@:3}"; do defines+=(-D "$var"); done
     for clients in "${scaling_clients[@]}"; do
+        before=$(index_reads "$index")
         # pgbench counts the time its clients take to connect against -T: give many clients longer.
         tps=$(seconds=$((seconds + clients / 16)) backlog=$(((seconds + clients / 16) * 20000)) \
                   mean_tps queue_setup.sql "$clients" off "${defines[@]}" "$script")
+        sleep 1   # the backends of the run report their statistics as they exit
+        after=$(index_reads "$index")
         tps=${tps% }
         [[ $tps =~ ^[0-9]+$ ]] || tps=0   # no transaction in the run
         row+=" $tps |"
+        reads+=$(awk -v b="$before" -v a="$after" 'BEGIN { split(b, x, " "); split(a, y, " ")
+            printf " %.1f |", (y[1] > x[1]) ? (y[2] - x[2]) / (y[1] - x[1]) : 0 }')
         ((tps > peak)) && peak=$tps
         last=$tps
     done
     awk -v s="$script" -v r="$row" -v p="$peak" -v l="$last" 'BEGIN { printf "| %s |%s %.2f |\n", s, r, l / p }' | out
+    echo "| $script: index entries read per claim |$reads |" | out
 }
 
 # claim_latency BACKLOG: average latency in ms of ck.claim (one client, synchronous_commit off) on a queue kept at
@@ -295,11 +305,17 @@ Jobs per second with synchronous_commit off, one run per cell after the same set
 $backlog jobs); the last column is the share of the script's own peak kept at 256 clients. The seed
 is \`FOR UPDATE SKIP LOCKED\` + \`DELETE\` (two statements per job), ck one \`ck.complete_and_claim\` per job.
 
+The rows "index entries read per claim" count the entries of the index each claim walks
+(pg_stat_user_indexes) per scan: old versions of claimed jobs that no open snapshot may still
+need are marked dead and skipped; with many transactions open at once they cannot be, and every
+claim steps over them.
+
 | script | 1 | 4 | 16 | 64 | 256 | kept at 256 |
 |---|---:|---:|---:|---:|---:|---:|
 EOF
-scaling queue_handwritten.sql
-scaling queue_cac.sql job=0 token=0
+sql -v backlog=1 -v script="queue_handwritten queue_cac" -f "$here/queue_setup.sql" >/dev/null
+scaling queue_handwritten.sql tasks_ready
+scaling queue_cac.sql "$(value -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'jobs'::regclass AND indnatts = 3")" job=0 token=0
 fi
 
 if wanted wakeup; then

@@ -6,9 +6,9 @@
 # Writes test/bench/peers.md, the data under test/bench/peers/data/ and the plots test/bench/peers_*.png.
 #
 # Settings (environment): CK_PEERS_SECONDS (pgbench run length, default 3), CK_PEERS_ROUNDS (runs per cell for the
-# pgbench-driven systems, median taken, default 3), CK_PEERS_WORKERS (default "1 4 8 16 64"), CK_PEERS_JOBS (jobs
+# systems, median taken, default 3), CK_PEERS_WORKERS (default "1 4 8 16 64"), CK_PEERS_JOBS (jobs
 # enqueued for pg-boss and graphile-worker, default 50000), CK_PEERS_NODE_SECONDS (their time limit per cell, default
-# 10), CK_PEERS_BACKLOGS (claim latency, default "10000 30000 100000 300000 1000000"), CK_PEERS_ONLY (a
+# 6), CK_PEERS_BACKLOGS (claim latency, default "10000 30000 100000 300000 1000000"), CK_PEERS_ONLY (a
 # space-separated list of sections: throughput latency; default both).
 set -euo pipefail
 shopt -s inherit_errexit
@@ -22,7 +22,7 @@ seconds=${CK_PEERS_SECONDS:-3}
 rounds=${CK_PEERS_ROUNDS:-3}
 read -r -a workers_list <<<"${CK_PEERS_WORKERS:-1 4 8 16 64}"
 node_jobs=${CK_PEERS_JOBS:-50000}
-node_seconds=${CK_PEERS_NODE_SECONDS:-10}
+node_seconds=${CK_PEERS_NODE_SECONDS:-6}
 read -r -a backlogs <<<"${CK_PEERS_BACKLOGS:-10000 30000 100000 300000 1000000}"
 results=$bench/peers.md
 backlog=$((seconds * 20000))   # jobs in the ck and seed queues before each run: more than any run drains
@@ -135,21 +135,12 @@ throughput() {
         echo "-- $n workers: PgQ fill ($(pgq_batches "$n") batches of 500 in each of $n queues)"
         sql -c "CALL bench_pgq_fill($n, $(($(pgq_batches "$n") * 500)))" >/dev/null
         for sync in off on; do
-            # Rounds alternate the systems, so that each meets the machine at the same moments; the Node-driven
-            # systems (one run each, the longer ones) sit between the rounds.
+            # Each round runs every system once, in turn, so that each meets the machine at the same moments.
             for ((r = 1; r <= rounds; r++)); do
-                for key in seed ck cac batch10 wait pgq; do
+                for key in "${systems[@]}"; do
                     runs[$key $n $sync]+=" $(run_system "$key" "$n" "$sync")"
                 done
-                if ((r == 1)); then
-                    runs[pgboss-fetch $n $sync]=$(run_system pgboss-fetch "$n" "$sync")
-                fi
-                if ((r == 2 || (r == rounds && rounds < 2))); then
-                    runs[graphile $n $sync]=$(run_system graphile "$n" "$sync")
-                fi
             done
-            runs[graphile-batch $n $sync]=$(run_system graphile-batch "$n" "$sync")
-            runs[pgboss-work $n $sync]=$(run_system pgboss-work "$n" "$sync")
             echo "   sync $sync: $(for key in "${systems[@]}"; do printf '%s %s; ' "$key" "$(median ${runs[$key $n $sync]})"; done)"
         done
     done
@@ -263,7 +254,8 @@ $(value -c "SELECT extversion FROM pg_extension WHERE extname = 'concurrency_kit
 (Debian postgresql-15-pgq3 $(dpkg-query -W -f='${Version}' postgresql-15-pgq3)), $(cd "$node_dir" && node peers.js versions).
 Written by test/bench/peers/run.sh (\`make bench-peers\`).
 
-No-op handlers throughout. Every cell ran in one pass over the worker counts; inside a cell the systems alternate.
+No-op handlers throughout. Every cell ran in one pass over the worker counts; inside a cell the systems take turns,
+round after round.
 
 - **seed**: \`UPDATE tasks SET status = 'running' ... WHERE id = (SELECT id ... ORDER BY id LIMIT 1 FOR UPDATE SKIP
   LOCKED)\` then \`DELETE\`, each in autocommit (test/bench/queue_handwritten.sql); no lease, no token.
@@ -291,7 +283,7 @@ No-op handlers throughout. Every cell ran in one pass over the worker counts; in
 - pg-boss and graphile-worker: $node_jobs jobs enqueued first with their bulk APIs (\`insert\`, \`addJobs\`), not
   timed; then the workers start, and jobs/s = jobs finished (as the database counts them) / seconds, until all
   $node_jobs are finished or $node_seconds s have passed (so the slow ones are measured on a backlog of about
-  $node_jobs jobs, as the others); one run per cell.
+  $node_jobs jobs, as the others); median of $rounds runs, each on $node_jobs jobs enqueued afresh.
 EOF
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
