@@ -19,8 +19,9 @@ pgbench_run() {
     local script=$1 clients=$2 sync=$3
     shift 3
     PGOPTIONS="$PGOPTIONS -c synchronous_commit=$sync" pgbench -n -M prepared -T "$seconds" -c "$clients" \
-        -j $((clients < 2 ? clients : 2)) -f "$here/$script" "$@"
+        -j $((clients < 2 ? clients : 2)) "${target[@]}" -f "$here/$script" "$@"
 }
+target=()   # more pgbench options for every run: another protocol, another server (PgBouncer)
 
 # mean_tps SETUP CLIENTS SYNC [-D VAR=VALUE]... SCRIPT...: runs each pgbench SCRIPT in turn (a script may come
 # more than once), each time after SETUP (with psql variables backlog and script) and a checkpoint, so that
@@ -104,14 +105,14 @@ queue_cell() {
 # index_reads INDEX: "scans entries" so far of INDEX (pg_stat_user_indexes: idx_scan, idx_tup_read).
 index_reads() { value -F ' ' -c "SELECT idx_scan, idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = '$1'::regclass"; }
 
-# scaling SCRIPT INDEX [VAR=VALUE...]: jobs per second of a queue SCRIPT (one job per transaction) at each of
+# scaling LABEL SCRIPT INDEX [VAR=VALUE...]: jobs per second of a queue SCRIPT (one job per transaction) at each of
 # $scaling_clients clients, synchronous_commit off, one run each after the same set-up; a table row with every
 # figure and the share of the script's own peak kept at the largest client count, and a row with the index
 # entries its claims read per scan of INDEX, the index they walk (why a queue slows down with many workers).
 scaling() {
-    local script=$1 index=$2 clients tps row="" reads="" peak=0 last var before after
+    local label=$1 script=$2 index=$3 clients tps row="" reads="" peak=0 last var before after
     local -a defines=()
-    for var in "${@:3}"; do defines+=(-D "$var"); done
+    for var in "${@:4}"; do defines+=(-D "$var"); done
     for clients in "${scaling_clients[@]}"; do
         before=$(index_reads "$index")
         # pgbench counts the time its clients take to connect against -T: give many clients longer.
@@ -127,8 +128,8 @@ scaling() {
         ((tps > peak)) && peak=$tps
         last=$tps
     done
-    awk -v s="$script" -v r="$row" -v p="$peak" -v l="$last" 'BEGIN { printf "| %s |%s %.2f |\n", s, r, l / p }' | out
-    echo "| $script: index entries read per claim |$reads |" | out
+    awk -v s="$label" -v r="$row" -v p="$peak" -v l="$last" 'BEGIN { printf "| %s |%s %.2f |\n", s, r, l / p }' | out
+    echo "| index entries read per claim |$reads |" | out
 }
 
 # claim_latency BACKLOG: average latency in ms of ck.claim (one client, synchronous_commit off) on a queue kept at
@@ -314,8 +315,35 @@ claim steps over them.
 |---|---:|---:|---:|---:|---:|---:|
 EOF
 sql -v backlog=1 -v script="queue_handwritten queue_cac" -f "$here/queue_setup.sql" >/dev/null
-scaling queue_handwritten.sql tasks_ready
-scaling queue_cac.sql "$(value -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'jobs'::regclass AND indnatts = 3")" job=0 token=0
+scaling "seed (queue_handwritten.sql)" queue_handwritten.sql tasks_ready
+claim_index=$(value -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'jobs'::regclass AND indnatts = 3")
+scaling "ck.complete_and_claim (queue_cac.sql)" queue_cac.sql "$claim_index" job=0 token=0
+# The same workers through PgBouncer in transaction mode, with a pool of two server connections per CPU. PgBouncer
+# 1.18 passes neither named prepared statements nor startup options (it is told to ignore PGOPTIONS): both rows use
+# -M extended, and the database carries synchronous_commit = off meanwhile.
+pool=$(($(nproc) * 2))
+bport=$((PGPORT + 10000))
+((bport <= 65535)) || bport=$((PGPORT - 10000))
+bouncer_dir=$(mktemp -d /tmp/ck_bench_bouncer.XXXXXX)
+source "$here/../bouncer.sh"
+trap 'bouncer_stop; rm -rf "$bouncer_dir"' EXIT
+bouncer_start "$bouncer_dir" "$bport" "$pool" 1000 "ck_bench = host=127.0.0.1 port=$PGPORT dbname=ck_bench user=postgres"
+sql -c "ALTER DATABASE ck_bench SET synchronous_commit = off"
+out <<EOF
+
+The same loop with \`-M extended\`, connected directly, then through PgBouncer $("$bouncer_bin" --version | head -n 1 |
+    awk '{ print $2 }') (transaction pooling, $pool server connections):
+
+| script | 1 | 4 | 16 | 64 | 256 | kept at 256 |
+|---|---:|---:|---:|---:|---:|---:|
+EOF
+target=(-M extended)
+scaling "ck.complete_and_claim, -M extended" queue_cac.sql "$claim_index" job=0 token=0
+target=(-M extended -h 127.0.0.1 -p "$bport")
+scaling "ck.complete_and_claim, -M extended, through PgBouncer" queue_cac.sql "$claim_index" job=0 token=0
+target=()
+sql -c "ALTER DATABASE ck_bench RESET synchronous_commit"
+bouncer_stop
 fi
 
 if wanted wakeup; then

@@ -16,69 +16,15 @@ server_conns=3
 bport=$((PGPORT + 10000))
 ((bport <= 65535)) || bport=$((PGPORT - 10000))
 tmp=$(mktemp -d /tmp/ck_pgbouncer.XXXXXX)
-pgbouncer=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
-bouncer_pid=
-
-# alive PID: the process runs (a zombie does not count: it may never be reaped here).
-alive() {
-    local state
-    state=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $state != Z* ]]
-}
-stop_bouncer() {
-    [[ -n $bouncer_pid ]] || return 0
-    kill -TERM "$bouncer_pid" 2>/dev/null || true
-    for _ in $(seq 50); do alive "$bouncer_pid" || break; sleep 0.1; done
-    ! alive "$bouncer_pid" || kill -KILL "$bouncer_pid" 2>/dev/null || true
-}
+source "$(dirname "$0")/../bouncer.sh"
 cleanup() {
-    stop_bouncer
+    bouncer_stop
     drop_db "$db"
     drop_db "$node_db"
     rm -rf "$tmp" "$tap_dir"
 }
 trap cleanup EXIT
 trap 'exit 129' HUP PIPE; trap 'exit 130' INT; trap 'exit 143' TERM
-
-# start_bouncer: PgBouncer in transaction mode, daemonized, as postgres when we are root.
-start_bouncer() {
-    [[ -x $pgbouncer ]] || { echo "pgbouncer not found (apt-get install pgbouncer)"; return 1; }
-    if psql -X -h 127.0.0.1 -p "$bport" -d postgres -c '' >/dev/null 2>&1; then
-        echo "something already listens on 127.0.0.1:$bport"
-        return 1
-    fi
-    cat >"$tmp/pgbouncer.ini" <<EOF
-[databases]
-$db = host=127.0.0.1 port=$PGPORT dbname=$db user=postgres
-${db}_session = host=127.0.0.1 port=$PGPORT dbname=$db user=postgres pool_mode=session
-$node_db = host=127.0.0.1 port=$PGPORT dbname=$node_db user=postgres
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $bport
-unix_socket_dir =
-auth_type = any
-pool_mode = transaction
-default_pool_size = $server_conns
-max_client_conn = 200
-server_round_robin = 0
-ignore_startup_parameters = extra_float_digits
-pidfile = $tmp/pgbouncer.pid
-logfile = $tmp/pgbouncer.log
-EOF
-    if [[ $EUID -eq 0 ]]; then
-        chown -R postgres: "$tmp"
-        (cd / && runuser -u postgres -- "$pgbouncer" -d -q "$tmp/pgbouncer.ini")
-    else
-        "$pgbouncer" -d -q "$tmp/pgbouncer.ini"
-    fi
-    for _ in $(seq 50); do
-        [[ -s $tmp/pgbouncer.pid ]] && bouncer_pid=$(<"$tmp/pgbouncer.pid")
-        [[ -n $bouncer_pid ]] && psql -X -h 127.0.0.1 -p "$bport" -d "$db" -Atc 'SELECT 1' >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    tail -n 20 "$tmp/pgbouncer.log" 2>/dev/null
-    return 1
-}
 
 if build_go "$tmp/ckworker" "$tmp" 2>"$tmp/build.log"; then
     ok "pgbouncer: the Go worker builds"
@@ -90,8 +36,11 @@ setup_db "$db" 2000
 setup_db "$node_db" 500
 export PGDATABASE=$db
 
-if start_bouncer >"$tmp/start.log" 2>&1; then
-    ok "pgbouncer: $("$pgbouncer" --version | head -n 1) in transaction mode on 127.0.0.1:$bport, $server_conns server connections per pool"
+if bouncer_start "$tmp" "$bport" "$server_conns" 200 \
+        "$db = host=127.0.0.1 port=$PGPORT dbname=$db user=postgres" \
+        "${db}_session = host=127.0.0.1 port=$PGPORT dbname=$db user=postgres pool_mode=session" \
+        "$node_db = host=127.0.0.1 port=$PGPORT dbname=$node_db user=postgres" >"$tmp/start.log" 2>&1; then
+    ok "pgbouncer: $("$bouncer_bin" --version | head -n 1) in transaction mode on 127.0.0.1:$bport, $server_conns server connections per pool"
 else
     not_ok "pgbouncer: started in transaction mode on 127.0.0.1:$bport"
     sed 's/^/# /' "$tmp/start.log"
@@ -133,11 +82,12 @@ if [[ -x $tmp/ckworker ]]; then
 fi
 run_tap "python pgbouncer findings" 60 /usr/bin/python3 "$client_dir/python/ckworker.py" --dsn "$bouncer dbname=$db" prepare
 
-stop_bouncer
-if [[ -n $bouncer_pid ]] && ! alive "$bouncer_pid" &&
+started=$bouncer_pid
+bouncer_stop
+if [[ -n $started ]] && ! bouncer_alive "$started" &&
     ! psql -X -h 127.0.0.1 -p "$bport" -d "$db" -c '' >/dev/null 2>&1; then
-    ok "pgbouncer: stopped (process $bouncer_pid gone, nothing listens on 127.0.0.1:$bport)"
+    ok "pgbouncer: stopped (process $started gone, nothing listens on 127.0.0.1:$bport)"
 else
-    not_ok "pgbouncer: stopped (process ${bouncer_pid:-unknown})"
+    not_ok "pgbouncer: stopped (process ${started:-unknown})"
 fi
 tap_done
