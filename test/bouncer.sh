@@ -4,8 +4,15 @@
 #       under [databases], starts it daemonized on 127.0.0.1:PORT (as postgres when we are root) and waits until
 #       it answers for the first database; sets bouncer_pid. Fails, with the log's tail, if it does not come up.
 #   bouncer_stop: stops the one started.
+#   bouncer_port: the port for it beside the cluster's, PGPORT + 10000 (PGPORT - 10000 past 65535).
 bouncer_bin=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
 bouncer_pid=
+
+bouncer_port() {
+    local port=$((PGPORT + 10000))
+    ((port <= 65535)) || port=$((PGPORT - 10000))
+    echo "$port"
+}
 
 # bouncer_alive PID: the process runs (a zombie does not count: it may never be reaped here).
 bouncer_alive() {

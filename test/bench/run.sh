@@ -322,10 +322,9 @@ scaling "ck.complete_and_claim (queue_cac.sql)" queue_cac.sql "$claim_index" job
 # 1.18 passes neither named prepared statements nor startup options (it is told to ignore PGOPTIONS): both rows use
 # -M extended, and the database carries synchronous_commit = off meanwhile.
 pool=$(($(nproc) * 2))
-bport=$((PGPORT + 10000))
-((bport <= 65535)) || bport=$((PGPORT - 10000))
 bouncer_dir=$(mktemp -d /tmp/ck_bench_bouncer.XXXXXX)
 source "$here/../bouncer.sh"
+bport=$(bouncer_port)
 trap 'bouncer_stop; rm -rf "$bouncer_dir"' EXIT
 bouncer_start "$bouncer_dir" "$bport" "$pool" 1000 "ck_bench = host=127.0.0.1 port=$PGPORT dbname=ck_bench user=postgres"
 sql -c "ALTER DATABASE ck_bench SET synchronous_commit = off"

@@ -13,10 +13,9 @@ source "$(dirname "$0")/lib/tap.sh"
 db=ck_bouncer
 node_db=ck_bouncer_node
 server_conns=3
-bport=$((PGPORT + 10000))
-((bport <= 65535)) || bport=$((PGPORT - 10000))
 tmp=$(mktemp -d /tmp/ck_pgbouncer.XXXXXX)
 source "$(dirname "$0")/../bouncer.sh"
+bport=$(bouncer_port)
 cleanup() {
     bouncer_stop
     drop_db "$db"

@@ -197,9 +197,8 @@ cat >>"$results" <<EOF
 An earlier sustained run slowed down for this reason. test/bench/sustained/plan_flip.sql, run now: a queue left as a
 busy one often is (the heap of 40,000 jobs, 8 left), vacuumed and analyzed; one claim (which plans ck's claim
 statement in this backend: a generic plan, kept); then 40,000 new jobs, which fit in the space vacuum freed, so the
-heap does not grow and ck's re-plan on growth does not fire. Before the fix the first figure was 39-52 ms (the plan
-sorted the whole backlog on every claim); ck now makes the claim's plan with sequential scans, bitmap scans and sorts
-off, so both figures are the same index scan and differ only by the machine's noise:
+heap does not grow and ck's re-plan on growth does not fire. Before the fix the claims took 39-52 ms (the plan sorted
+the whole backlog on every claim); ck now makes the claim's plan with sequential scans, bitmap scans and sorts off:
 
 \`\`\`
 $(sql -f "$here/plan_flip.sql" 2>&1)
