@@ -10,15 +10,18 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_ready ON tasks (id) WHERE status = 'ready';
 SELECT FROM ck.create_queue('jobs') WHERE to_regclass('jobs') IS NULL;
+-- The steps between the seed and ck's statements (queue_gap_*.sql): the row of a ck queue with the
+-- seed's claim index (ready rows by id), then with ck's claim order (priority, run_at, id).
+CREATE TABLE IF NOT EXISTS gap_narrow (LIKE jobs INCLUDING DEFAULTS INCLUDING IDENTITY, PRIMARY KEY (id));
+CREATE INDEX IF NOT EXISTS gap_narrow_ready ON gap_narrow (id) WHERE lease_token IS NULL;
+CREATE TABLE IF NOT EXISTS gap_wide (LIKE jobs INCLUDING DEFAULTS INCLUDING IDENTITY, PRIMARY KEY (id));
+CREATE INDEX IF NOT EXISTS gap_wide_ready ON gap_wide (priority, run_at, id) WHERE lease_token IS NULL;
 -- Only the queues that :script (the pgbench scripts about to run) use are refilled.
-SELECT :'script' LIKE '%handwritten%' AS tasks, :'script' ~ 'queue_(ck|batch|cac|samesql)' AS jobs \gset
-\if :tasks
-TRUNCATE tasks;
-INSERT INTO tasks (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, :backlog) AS g;
-VACUUM ANALYZE tasks;
-\endif
-\if :jobs
-TRUNCATE jobs;
-INSERT INTO jobs (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, :backlog) AS g;
-VACUUM ANALYZE jobs;
-\endif
+SELECT format('TRUNCATE %I', q),
+       format('INSERT INTO %I (payload) SELECT jsonb_build_object(''n'', g) FROM generate_series(1, %s) AS g', q, :backlog),
+       format('VACUUM ANALYZE %I', q)
+FROM (VALUES ('tasks', :'script' LIKE '%handwritten%'),
+             ('jobs', :'script' ~ 'queue_(ck|batch|cac|samesql)'),
+             ('gap_narrow', :'script' LIKE '%gap_narrow%'),
+             ('gap_wide', :'script' LIKE '%gap_wide%')) AS uses(q, refill)
+WHERE refill \gexec

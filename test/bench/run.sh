@@ -105,6 +105,32 @@ queue_cell() {
 # index_reads INDEX: "scans entries" so far of INDEX (pg_stat_user_indexes: idx_scan, idx_tup_read).
 index_reads() { value -F ' ' -c "SELECT idx_scan, idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = '$1'::regclass"; }
 
+# jobs_claim_index: the claim index of queue jobs, (priority, run_at, id).
+jobs_claim_index() { value -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'jobs'::regclass AND indnatts = 3"; }
+
+# index_pages INDEX: scans of INDEX so far and the pages they read (pg_stat_user_indexes, pg_statio_user_indexes).
+index_pages() {
+    value -F ' ' -c "SELECT s.idx_scan, io.idx_blks_hit + io.idx_blks_read FROM pg_stat_user_indexes AS s
+                     JOIN pg_statio_user_indexes AS io USING (indexrelid) WHERE indexrelid = '$1'::regclass"
+}
+
+# gap_row LABEL WHAT SCRIPT INDEX CLIENTS: one mixed run (synchronous_commit off) of the seed against SCRIPT, a step
+# between the seed and ck's statements; a table row with the mean latency per job of the seed / of SCRIPT and the
+# pages each claim read from its claim index (INDEX; the seed's is tasks_ready), which grow with the dead entries
+# that the claims since the last vacuum left at the head of the index.
+gap_row() {
+    local label=$1 what=$2 script=$3 index=$4 clients=$5 mixed seed0 seed1 step0 step1
+    seed0=$(index_pages tasks_ready)
+    step0=$(index_pages "$index")
+    mixed=$(mixed_ratio queue_setup.sql "$clients" off queue_handwritten.sql "$script")
+    sleep 1   # the backends of the run report their statistics as they exit
+    seed1=$(index_pages tasks_ready)
+    step1=$(index_pages "$index")
+    awk -v l="$label" -v w="$what" -v c="$clients" -v m="$mixed" -v a0="$seed0" -v a1="$seed1" -v b0="$step0" \
+        -v b1="$step1" 'BEGIN { split(a0, x, " "); split(a1, y, " "); split(b0, u, " "); split(b1, v, " ")
+        printf "| %s | %s | %d | %s | %.1f | %.1f |\n", l, w, c, m, (v[2] - u[2]) / (v[1] - u[1]), (y[2] - x[2]) / (y[1] - x[1]) }' | out
+}
+
 # scaling LABEL SCRIPT INDEX [VAR=VALUE...]: jobs per second of a queue SCRIPT (one job per transaction) at each of
 # $scaling_clients clients, synchronous_commit off, one run each after the same set-up; a table row with every
 # figure and the share of the script's own peak kept at the largest client count, and a row with the index
@@ -200,7 +226,7 @@ backend_memory() {
                    (SELECT * FROM memory_samples ORDER BY calls DESC LIMIT 1) AS last" | out
 }
 
-# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue scaling wakeup lock overlaps
+# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling wakeup lock overlaps
 # latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
@@ -296,6 +322,34 @@ for clients in 1 4 8 16; do
 done
 fi
 
+if wanted gap; then
+out <<EOF
+
+## Queue: where the same SQL loses to the seed
+
+The seed against three steps towards ck's own statements, each in one mixed run (synchronous_commit off,
+a backlog of $backlog jobs): mean latency per job of the seed / of the step (< 1: the step is slower), and
+the pages of its claim index that each claim read, the step's and the seed's. The claims since the last
+vacuum leave dead entries at the head of the claim index; each claim walks over them, and an entry
+of (priority, run_at, id) is twice as wide as one of (id).
+
+| step | what it adds to the seed | clients | mixed seed/step | claim-index pages per claim | the seed's |
+|---|---|---:|---:|---:|---:|
+EOF
+sql -v backlog=1 -v script="queue_handwritten queue_gap_narrow queue_gap_wide queue_samesql" \
+    -f "$here/queue_setup.sql" >/dev/null
+claim_index=$(jobs_claim_index)
+for clients in 1 4; do
+    gap_row "1 (queue_gap_narrow.sql)" "ck's row; lease end, token and attempts written" queue_gap_narrow.sql \
+        gap_narrow_ready "$clients"
+    gap_row "2 (queue_gap_wide.sql)" "1, claimed in ck's order from a (priority, run_at, id) index" \
+        queue_gap_wide.sql gap_wide_ready "$clients"
+    gap_row "same SQL (queue_samesql.sql)" \
+        "2, only due jobs under max_attempts, the index keeps leased jobs, a leased-jobs index" \
+        queue_samesql.sql "$claim_index" "$clients"
+done
+fi
+
 if wanted scaling; then
 scaling_clients=(1 4 16 64 256)
 out <<EOF
@@ -316,7 +370,7 @@ claim steps over them.
 EOF
 sql -v backlog=1 -v script="queue_handwritten queue_cac" -f "$here/queue_setup.sql" >/dev/null
 scaling "seed (queue_handwritten.sql)" queue_handwritten.sql tasks_ready
-claim_index=$(value -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'jobs'::regclass AND indnatts = 3")
+claim_index=$(jobs_claim_index)
 scaling "ck.complete_and_claim (queue_cac.sql)" queue_cac.sql "$claim_index" job=0 token=0
 # The same workers through PgBouncer in transaction mode, with a pool of two server connections per CPU. PgBouncer
 # 1.18 passes neither named prepared statements nor startup options (it is told to ignore PGOPTIONS): both rows use
