@@ -7,6 +7,7 @@ extern "C" {
 #include "access/table.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "parser/parse_coerce.h"
 #include "parser/parse_oper.h"
@@ -132,12 +133,44 @@ ColumnRef key_column_ref(const TableRef &table, const char *key_column)
     return column_by_attnum(table, attnum);
 }
 
+namespace {
+
+// The equality operator of type's default btree operator class; 42883 when it has none.
+struct EqualityOperator {
+    Oid schema;
+    NameData name;
+};
+
+EqualityOperator default_equality_operator(Oid type)
+{
+    TypeCacheEntry *entry = lookup_type_cache(type, TYPECACHE_EQ_OPR);
+    if (!OidIsValid(entry->eq_opr))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
+                        errmsg("type %s has no default equality operator", format_type_be(type)),
+                        errhint("Give the type a default btree operator class.")));
+    HeapTuple tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(entry->eq_opr));
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for operator %u", entry->eq_opr);
+    Form_pg_operator op = (Form_pg_operator) GETSTRUCT(tup);
+    EqualityOperator found{op->oprnamespace, op->oprname};
+    ReleaseSysCache(tup);
+    return found;
+}
+
+const char *operator_sql(const EqualityOperator &op)
+{
+    return psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op.schema)), NameStr(op.name));
+}
+
+} // namespace
+
 const char *key_match_sql(const ColumnRef &key, Oid param_type, int param_no)
 {
-    const char *eq = equality_operator_sql(key.type);
+    EqualityOperator key_eq = default_equality_operator(key.type);
+    const char *eq = operator_sql(key_eq);
     if (param_type == key.type)
         return psprintf("%s %s $%d", key.sql, eq, param_no);
-    if (strncmp(eq, "OPERATOR(pg_catalog.", 20) == 0) {
+    if (key_eq.schema == PG_CATALOG_NAMESPACE) {
         List *name = list_make2(makeString(pstrdup("pg_catalog")), makeString(pstrdup("=")));
         Operator op = oper(make_parsestate(nullptr), name, key.type, param_type, true, -1);
         if (op != nullptr) {
@@ -156,19 +189,7 @@ const char *key_match_sql(const ColumnRef &key, Oid param_type, int param_no)
 
 const char *equality_operator_sql(Oid type)
 {
-    TypeCacheEntry *entry = lookup_type_cache(type, TYPECACHE_EQ_OPR);
-    if (!OidIsValid(entry->eq_opr))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
-                        errmsg("type %s has no default equality operator", format_type_be(type)),
-                        errhint("Give the type a default btree operator class.")));
-    HeapTuple tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(entry->eq_opr));
-    if (!HeapTupleIsValid(tup))
-        elog(ERROR, "cache lookup failed for operator %u", entry->eq_opr);
-    Form_pg_operator op = (Form_pg_operator) GETSTRUCT(tup);
-    const char *sql = psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op->oprnamespace)),
-                               NameStr(op->oprname));
-    ReleaseSysCache(tup);
-    return sql;
+    return operator_sql(default_equality_operator(type));
 }
 
 } // namespace ck
