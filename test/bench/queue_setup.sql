@@ -9,7 +9,10 @@ CREATE TABLE IF NOT EXISTS tasks (
     taken_at timestamptz
 );
 CREATE INDEX IF NOT EXISTS tasks_ready ON tasks (id) WHERE status = 'ready';
-SELECT FROM ck.create_queue('jobs') WHERE to_regclass('jobs') IS NULL;
+-- Each ck script has a queue of its own (jobs: ck.claim and ck.complete, and batches), all made
+-- alike: in a mixed run every queue then sees the same share of the claims, and each claim walks
+-- only the dead entries that its own script's claims left at the head of the claim index.
+SELECT ck.create_queue(q) FROM unnest(ARRAY['jobs', 'jobs_samesql', 'jobs_cac']) AS q WHERE to_regclass(q) IS NULL;
 -- The steps between the seed and ck's statements (queue_gap_*.sql): the row of a ck queue with the
 -- seed's claim index (ready rows by id), then with ck's claim order (priority, run_at, id).
 CREATE TABLE IF NOT EXISTS gap_narrow (LIKE jobs INCLUDING DEFAULTS INCLUDING IDENTITY, PRIMARY KEY (id));
@@ -21,7 +24,9 @@ SELECT format('TRUNCATE %I', q),
        format('INSERT INTO %I (payload) SELECT jsonb_build_object(''n'', g) FROM generate_series(1, %s) AS g', q, :backlog),
        format('VACUUM ANALYZE %I', q)
 FROM (VALUES ('tasks', :'script' LIKE '%handwritten%'),
-             ('jobs', :'script' ~ 'queue_(ck|batch|cac|samesql)'),
+             ('jobs', :'script' ~ 'queue_(ck|batch)'),
+             ('jobs_samesql', :'script' LIKE '%samesql%'),
+             ('jobs_cac', :'script' LIKE '%queue_cac%'),
              ('gap_narrow', :'script' LIKE '%gap_narrow%'),
              ('gap_wide', :'script' LIKE '%gap_wide%')) AS uses(q, refill)
 WHERE refill \gexec

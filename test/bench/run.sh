@@ -105,8 +105,8 @@ queue_cell() {
 # index_reads INDEX: "scans entries" so far of INDEX (pg_stat_user_indexes: idx_scan, idx_tup_read).
 index_reads() { value -F ' ' -c "SELECT idx_scan, idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = '$1'::regclass"; }
 
-# jobs_claim_index: the claim index of queue jobs, (priority, run_at, id).
-jobs_claim_index() { value -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'jobs'::regclass AND indnatts = 3"; }
+# claim_index_of QUEUE: the claim index of QUEUE, (priority, run_at, id).
+claim_index_of() { value -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = '$1'::regclass AND indnatts = 3"; }
 
 # index_pages INDEX: scans of INDEX so far and the pages they read (pg_stat_user_indexes, pg_statio_user_indexes).
 index_pages() {
@@ -310,7 +310,8 @@ index on ready tasks. **same SQL**: the statements of \`ck.claim\` and \`ck.comp
 on a queue made by \`ck.create_queue\` (lease, token, attempts; three indexes). **ck**: \`ck.claim\` then
 \`ck.complete\`. **c&c**: one \`ck.complete_and_claim\` per job. **batch 10**: \`ck.claim(q, 10)\` then
 \`ck.complete_many\`. One separate run each (jobs/s), then one mixed run of the first four: mean
-latency per job of one side / of the other (> 1: the second is faster).
+latency per job of one side / of the other (> 1: the second is faster). Each script has a queue of its
+own, all made alike, so that in the mixed run each sees the same share of the claims.
 
 | clients | sync_commit | seed | same SQL | ck | c&c | batch 10 | mixed seed/ck | mixed same SQL/ck | mixed seed/c&c |
 |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|
@@ -338,7 +339,7 @@ of (priority, run_at, id) is twice as wide as one of (id).
 EOF
 sql -v backlog=1 -v script="queue_handwritten queue_gap_narrow queue_gap_wide queue_samesql" \
     -f "$here/queue_setup.sql" >/dev/null
-claim_index=$(jobs_claim_index)
+claim_index=$(claim_index_of jobs_samesql)
 for clients in 1 4; do
     gap_row "1 (queue_gap_narrow.sql)" "ck's row; lease end, token and attempts written" queue_gap_narrow.sql \
         gap_narrow_ready "$clients"
@@ -370,7 +371,7 @@ claim steps over them.
 EOF
 sql -v backlog=1 -v script="queue_handwritten queue_cac" -f "$here/queue_setup.sql" >/dev/null
 scaling "seed (queue_handwritten.sql)" queue_handwritten.sql tasks_ready
-claim_index=$(jobs_claim_index)
+claim_index=$(claim_index_of jobs_cac)
 scaling "ck.complete_and_claim (queue_cac.sql)" queue_cac.sql "$claim_index" job=0 token=0
 # The same workers through PgBouncer in transaction mode, with a pool of two server connections per CPU. PgBouncer
 # 1.18 passes neither named prepared statements nor startup options (it is told to ignore PGOPTIONS): both rows use

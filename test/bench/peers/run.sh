@@ -98,7 +98,7 @@ run_system() {
             case $key in
                 seed) script=$bench/queue_handwritten.sql; setup_script=queue_handwritten.sql ;;
                 ck) script=$bench/queue_ck.sql ;;
-                cac) script=$bench/queue_cac.sql; defines=(-D job=0 -D token=0) ;;
+                cac) script=$bench/queue_cac.sql; setup_script=queue_cac.sql; defines=(-D job=0 -D token=0) ;;
                 batch10) script=$bench/queue_batch10.sql; fill=$((backlog * 3)) ;;
                 wait) script=$here/queue_claim_wait.sql ;;
             esac
