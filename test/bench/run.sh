@@ -173,8 +173,8 @@ size_row() {
                                                    pg_size_pretty(pg_indexes_size('big')))" | out
 }
 
-# autovacuums: how many times autovacuum has processed queue big.
-autovacuums() { value -c "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relid = 'big'::regclass"; }
+# autovacuums QUEUE: how many times autovacuum has processed QUEUE.
+autovacuums() { value -c "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relid = '$1'::regclass"; }
 # vacuumed_since COUNT: true once autovacuum has processed queue big after its COUNTth pass and left no dead row.
 vacuumed_since() {
     [[ $(value -c "SELECT autovacuum_count > $1 AND n_dead_tup = 0 FROM pg_stat_user_tables
@@ -192,11 +192,11 @@ queue_size() {
     sql -c "INSERT INTO big (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, $jobs) AS g" \
         -c "ANALYZE big"
     size_row "full: $jobs jobs"
-    av0=$(autovacuums)
+    av0=$(autovacuums big)
     t0=$EPOCHREALTIME
     pgbench -n -M prepared -c 4 -j 2 -t $((jobs / 400 + 100)) -f "$here/queue_drain.sql" >/dev/null
     t1=$EPOCHREALTIME
-    av1=$(autovacuums)
+    av1=$(autovacuums big)
     left=$(value -c "SELECT count(*) FROM big")
     if ((left == 0)); then size_row "drained"; else size_row "drained but for $left jobs"; fi
     sql -c "ALTER SYSTEM SET autovacuum_naptime = '1s'" -c "SELECT pg_reload_conf()" >/dev/null
@@ -206,7 +206,7 @@ queue_size() {
     done
     sql -c "ALTER SYSTEM RESET autovacuum_naptime" -c "SELECT pg_reload_conf()" >/dev/null
     if ((waited < 180)); then
-        size_row "drained, then autovacuumed (passes: $(($(autovacuums) - av1)), ${waited} s later)"
+        size_row "drained, then autovacuumed (passes: $(($(autovacuums big) - av1)), ${waited} s later)"
     else
         size_row "drained, 180 s later: dead rows left"
     fi
@@ -226,7 +226,7 @@ backend_memory() {
                    (SELECT * FROM memory_samples ORDER BY calls DESC LIMIT 1) AS last" | out
 }
 
-# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling wakeup lock overlaps
+# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup lock overlaps
 # latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
@@ -398,6 +398,33 @@ scaling "ck.complete_and_claim, -M extended, through PgBouncer" queue_cac.sql "$
 target=()
 sql -c "ALTER DATABASE ck_bench RESET synchronous_commit"
 bouncer_stop
+fi
+
+if wanted naptime; then
+nap_seconds=60
+out <<EOF
+
+## Queue: how often autovacuum comes
+
+\`ck.complete_and_claim\` at 4 clients, synchronous_commit off, one run of ${nap_seconds} s per setting of
+autovacuum_naptime (how often autovacuum visits each database) after the same set-up (a backlog of
+$((nap_seconds * 20000)) jobs): jobs per second, pages of the claim index that each claim read, and autovacuum's
+passes over the queue during the run.
+
+| autovacuum_naptime | jobs/s | claim-index pages per claim | autovacuum passes |
+|---|---:|---:|---:|
+EOF
+claim_index=$(claim_index_of jobs_cac)
+for nap in 1min 5s 1s; do
+    sql -c "ALTER SYSTEM SET autovacuum_naptime = '$nap'" -c "SELECT pg_reload_conf()" >/dev/null
+    pages0=$(index_pages "$claim_index")
+    passes0=$(autovacuums jobs_cac)
+    tps=$(seconds=$nap_seconds backlog=$((nap_seconds * 20000)) mean_tps queue_setup.sql 4 off -D job=0 -D token=0 queue_cac.sql)
+    sleep 1   # the backends of the run report their statistics as they exit
+    awk -v n="$nap" -v t="$tps" -v a="$pages0" -v b="$(index_pages "$claim_index")" -v p=$(($(autovacuums jobs_cac) - passes0)) \
+        'BEGIN { split(a, x, " "); split(b, y, " "); printf "| %s | %d | %.1f | %d |\n", n, t, (y[2] - x[2]) / (y[1] - x[1]), p }' | out
+done
+sql -c "ALTER SYSTEM RESET autovacuum_naptime" -c "SELECT pg_reload_conf()" >/dev/null
 fi
 
 if wanted wakeup; then
