@@ -414,6 +414,7 @@ passes over the queue during the run.
 | autovacuum_naptime | jobs/s | claim-index pages per claim | autovacuum passes |
 |---|---:|---:|---:|
 EOF
+sql -v backlog=1 -v script=queue_cac -f "$here/queue_setup.sql" >/dev/null
 claim_index=$(claim_index_of jobs_cac)
 for nap in 1min 5s 1s; do
     sql -c "ALTER SYSTEM SET autovacuum_naptime = '$nap'" -c "SELECT pg_reload_conf()" >/dev/null
