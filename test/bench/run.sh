@@ -102,17 +102,21 @@ queue_cell() {
     rm -r "$logs"
 }
 
-# index_reads INDEX: "scans entries" so far of INDEX (pg_stat_user_indexes: idx_scan, idx_tup_read).
-index_reads() { value -F ' ' -c "SELECT idx_scan, idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = '$1'::regclass"; }
+# index_counts INDEX: "scans entries pages" so far of INDEX: its scans, the entries they read (pg_stat_user_indexes)
+# and the pages they read (pg_statio_user_indexes).
+index_counts() {
+    value -F ' ' -c "SELECT s.idx_scan, s.idx_tup_read, io.idx_blks_hit + io.idx_blks_read FROM pg_stat_user_indexes AS s
+                     JOIN pg_statio_user_indexes AS io USING (indexrelid) WHERE indexrelid = '$1'::regclass"
+}
+
+# per_scan BEFORE AFTER FIELD: from two index_counts of one index, FIELD (2: entries, 3: pages) per scan in between.
+per_scan() {
+    awk -v b="$1" -v a="$2" -v f="$3" 'BEGIN { split(b, x, " "); split(a, y, " ")
+        printf "%.1f", (y[1] > x[1]) ? (y[f] - x[f]) / (y[1] - x[1]) : 0 }'
+}
 
 # claim_index_of QUEUE: the claim index of QUEUE, (priority, run_at, id).
 claim_index_of() { value -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = '$1'::regclass AND indnatts = 3"; }
-
-# index_pages INDEX: scans of INDEX so far and the pages they read (pg_stat_user_indexes, pg_statio_user_indexes).
-index_pages() {
-    value -F ' ' -c "SELECT s.idx_scan, io.idx_blks_hit + io.idx_blks_read FROM pg_stat_user_indexes AS s
-                     JOIN pg_statio_user_indexes AS io USING (indexrelid) WHERE indexrelid = '$1'::regclass"
-}
 
 # gap_row LABEL WHAT SCRIPT INDEX CLIENTS: one mixed run (synchronous_commit off) of the seed against SCRIPT, a step
 # between the seed and ck's statements; a table row with the mean latency per job of the seed / of SCRIPT and the
@@ -120,15 +124,13 @@ index_pages() {
 # that the claims since the last vacuum left at the head of the index.
 gap_row() {
     local label=$1 what=$2 script=$3 index=$4 clients=$5 mixed seed0 seed1 step0 step1
-    seed0=$(index_pages tasks_ready)
-    step0=$(index_pages "$index")
+    seed0=$(index_counts tasks_ready)
+    step0=$(index_counts "$index")
     mixed=$(mixed_ratio queue_setup.sql "$clients" off queue_handwritten.sql "$script")
     sleep 1   # the backends of the run report their statistics as they exit
-    seed1=$(index_pages tasks_ready)
-    step1=$(index_pages "$index")
-    awk -v l="$label" -v w="$what" -v c="$clients" -v m="$mixed" -v a0="$seed0" -v a1="$seed1" -v b0="$step0" \
-        -v b1="$step1" 'BEGIN { split(a0, x, " "); split(a1, y, " "); split(b0, u, " "); split(b1, v, " ")
-        printf "| %s | %s | %d | %s | %.1f | %.1f |\n", l, w, c, m, (v[2] - u[2]) / (v[1] - u[1]), (y[2] - x[2]) / (y[1] - x[1]) }' | out
+    seed1=$(index_counts tasks_ready)
+    step1=$(index_counts "$index")
+    echo "| $label | $what | $clients | $mixed | $(per_scan "$step0" "$step1" 3) | $(per_scan "$seed0" "$seed1" 3) |" | out
 }
 
 # scaling LABEL SCRIPT INDEX [VAR=VALUE...]: jobs per second of a queue SCRIPT (one job per transaction) at each of
@@ -140,17 +142,16 @@ scaling() {
     local -a defines=()
     for var in "${@:4}"; do defines+=(-D "$var"); done
     for clients in "${scaling_clients[@]}"; do
-        before=$(index_reads "$index")
+        before=$(index_counts "$index")
         # pgbench counts the time its clients take to connect against -T: give many clients longer.
         tps=$(seconds=$((seconds + clients / 16)) backlog=$(((seconds + clients / 16) * 20000)) \
                   mean_tps queue_setup.sql "$clients" off "${defines[@]}" "$script")
         sleep 1   # the backends of the run report their statistics as they exit
-        after=$(index_reads "$index")
+        after=$(index_counts "$index")
         tps=${tps% }
         [[ $tps =~ ^[0-9]+$ ]] || tps=0   # no transaction in the run
         row+=" $tps |"
-        reads+=$(awk -v b="$before" -v a="$after" 'BEGIN { split(b, x, " "); split(a, y, " ")
-            printf " %.1f |", (y[1] > x[1]) ? (y[2] - x[2]) / (y[1] - x[1]) : 0 }')
+        reads+=" $(per_scan "$before" "$after" 2) |"
         ((tps > peak)) && peak=$tps
         last=$tps
     done
@@ -418,12 +419,11 @@ sql -v backlog=1 -v script=queue_cac -f "$here/queue_setup.sql" >/dev/null
 claim_index=$(claim_index_of jobs_cac)
 for nap in 1min 5s 1s; do
     sql -c "ALTER SYSTEM SET autovacuum_naptime = '$nap'" -c "SELECT pg_reload_conf()" >/dev/null
-    pages0=$(index_pages "$claim_index")
+    counts0=$(index_counts "$claim_index")
     passes0=$(autovacuums jobs_cac)
     tps=$(seconds=$nap_seconds backlog=$((nap_seconds * 20000)) mean_tps queue_setup.sql 4 off -D job=0 -D token=0 queue_cac.sql)
     sleep 1   # the backends of the run report their statistics as they exit
-    awk -v n="$nap" -v t="$tps" -v a="$pages0" -v b="$(index_pages "$claim_index")" -v p=$(($(autovacuums jobs_cac) - passes0)) \
-        'BEGIN { split(a, x, " "); split(b, y, " "); printf "| %s | %d | %.1f | %d |\n", n, t, (y[2] - x[2]) / (y[1] - x[1]), p }' | out
+    echo "| $nap | ${tps% } | $(per_scan "$counts0" "$(index_counts "$claim_index")" 3) | $(($(autovacuums jobs_cac) - passes0)) |" | out
 done
 sql -c "ALTER SYSTEM RESET autovacuum_naptime" -c "SELECT pg_reload_conf()" >/dev/null
 fi
