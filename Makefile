@@ -30,6 +30,15 @@ PG_CONFIG   ?= pg_config
 PGXS        := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Behaviour that only newer majors have is tested only there (MAJORVERSION comes from PGXS).
+major_at_least = $(shell test $(MAJORVERSION) -ge $(1) && echo yes)
+ifeq ($(call major_at_least,17),yes)
+REGRESS     +=
+endif
+ifeq ($(call major_at_least,18),yes)
+REGRESS     +=
+endif
+
 # PGXS tracks no header dependencies for C++: rebuild every object when a header changes.
 $(OBJS): $(wildcard src/*.hpp)
 
