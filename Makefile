@@ -42,6 +42,10 @@ endif
 # PGXS tracks no header dependencies for C++: rebuild every object when a header changes.
 $(OBJS): $(wildcard src/*.hpp)
 
-.PHONY: demo test bench chaos bench-peers bench-sustained
+# PG=17 (18, 19) runs the target on that major, in a Debian root of the suite that ships it (test/major.sh);
+# test-all runs make test on every tested major in turn.
+.PHONY: demo test bench chaos bench-peers bench-sustained test-all
 demo test bench chaos bench-peers bench-sustained:
-	bash test/run.sh $@
+	bash test/run.sh $@ $(PG)
+test-all:
+	bash test/every_major.sh

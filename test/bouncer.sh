@@ -5,8 +5,17 @@
 #       it answers for the first database; sets bouncer_pid. Fails, with the log's tail, if it does not come up.
 #   bouncer_stop: stops the one started.
 #   bouncer_port: the port for it beside the cluster's, PGPORT + 10000 (PGPORT - 10000 past 65535).
+#   bouncer_tracks_prepared: true for PgBouncer 1.24 or later, whose max_prepared_statements defaults to 200: a
+#       client's named prepared statements then follow it to every server connection.
 bouncer_bin=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
 bouncer_pid=
+
+bouncer_tracks_prepared() {
+    local version major minor
+    version=$("$bouncer_bin" --version | sed -n 's/^[Pp]g[Bb]ouncer \([0-9]*\)\.\([0-9]*\).*/\1 \2/p' | head -n 1)
+    read -r major minor <<<"${version:-0 0}"
+    ((major > 1 || (major == 1 && minor >= 24)))
+}
 
 bouncer_port() {
     local port=$((PGPORT + 10000))

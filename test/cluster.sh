@@ -7,8 +7,8 @@ port=${CK_PORT:-54329}
 dir=/tmp/concurrency_kit-$port
 data=$dir/data
 log=$data/server.log
-if [[ -x /usr/lib/postgresql/15/bin/pg_config ]]; then
-    pg_config=/usr/lib/postgresql/15/bin/pg_config
+if [[ -x /usr/lib/postgresql/${CK_PG:-15}/bin/pg_config ]]; then
+    pg_config=/usr/lib/postgresql/${CK_PG:-15}/bin/pg_config
 else
     pg_config=$(command -v pg_config)
 fi

@@ -6,18 +6,28 @@ shopt -s nullglob
 mode=${1:-}
 case $mode in
     demo | test | bench | chaos | bench-peers | bench-sustained) ;;
-    *) echo "usage: $0 demo|test|bench|chaos|bench-peers|bench-sustained" >&2; exit 2 ;;
+    *) echo "usage: $0 demo|test|bench|chaos|bench-peers|bench-sustained [MAJOR]" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
 
-packages=(postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl)
+# The host's PostgreSQL is bookworm's 15; another major runs in a Debian root of its own (test/major.sh), where
+# this script runs again with CK_PG set and the packages already in place.
+host_major=15
+major=${CK_PG:-$host_major}
+if [[ -n ${2:-} && $2 != "$major" ]]; then
+    exec bash "$here/major.sh" "$2" "$mode"
+fi
+export CK_PG=$major
+
+packages=("postgresql-server-dev-$major" "postgresql-$major-pgtap" libtap-parser-sourcehandler-pgtap-perl)
 # test/client: the Go, Python and Node workers, PgBouncer. Node's pg comes from npm (test/client/node);
 # a machine without node gets Debian's.
 packages+=(golang-go golang-github-jackc-pgx-v4-dev python3-psycopg pgbouncer)
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
 ensure_packages() {
+    [[ -z ${CK_IN_ROOT:-} ]] || return 0
     local p missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
@@ -35,10 +45,41 @@ ensure_packages() {
 
 passed=0
 failed=0
+skipped=()
 
-# count_regress FILE: prints "PASSED FAILED" for the pg_regress / pg_isolation_regress test lines in FILE.
+# have TOOL: a tool a suite may need ("# needs: ..." in its script): a command, or pgx / psycopg / pgtap.
+have() {
+    case $1 in
+        pgx) [[ -d /usr/share/gocode/src/github.com/jackc/pgx ]] ;;
+        psycopg) /usr/bin/python3 -c 'import psycopg' 2>/dev/null ;;
+        pgtap) [[ -f $("$PG_CONFIG" --sharedir)/extension/pgtap.control ]] ;;
+        *) command -v "$1" >/dev/null ;;
+    esac
+}
+
+# runnable NAME NEEDS...: true when every one of NEEDS is here; else notes NAME as skipped (said beside the totals).
+runnable() {
+    local name=$1 need lacking=()
+    shift
+    for need in "$@"; do have "$need" || lacking+=("$need"); done
+    ((${#lacking[@]} == 0)) && return 0
+    echo "== $name: skipped: no ${lacking[*]} here"
+    skipped+=("$name (no ${lacking[*]})")
+    return 1
+}
+
+# script_runnable SCRIPT: runnable for the tools its "# needs:" line names.
+script_runnable() {
+    # shellcheck disable=SC2046
+    runnable "$1" $(sed -n 's/^# needs: \([^(]*\).*/\1/p' "$1")
+}
+
+# count_regress FILE: prints "PASSED FAILED" for the pg_regress / pg_isolation_regress test lines in FILE
+# ("test name ... ok" up to 15, TAP's "ok N - name" / "not ok N - name" from 16).
 count_regress() {
     awk '/^(test |     )[^ ]+ +\.\.\. / { if (/\.\.\. ok /) p++; else f++ }
+         /^ok [0-9]+ / { p++ }
+         /^not ok [0-9]+ / { f++ }
          END { print p + 0, f + 0 }' "$1"
 }
 
@@ -90,6 +131,7 @@ chaos_suites() {
     local script
     for script in test/chaos/*.sh; do
         [[ -x $script ]] || continue
+        script_runnable "$script" || continue
         suite "$script $1" count_tap "$script" "$1" || show_failure
     done
 }
@@ -97,6 +139,7 @@ chaos_suites() {
 # totals: the closing line; fails unless some test ran and none failed.
 totals() {
     echo
+    ((${#skipped[@]} == 0)) || printf 'skipped on PostgreSQL %s: %s\n' "$major" "${skipped[*]}"
     ((passed + failed > 0)) || echo "no tests ran"
     echo "$passed passed, $failed failed"
     ((failed == 0 && passed > 0))
@@ -113,7 +156,9 @@ run_tests() {
 
     local tap_files=(test/pgtap/*.sql)
     if ((${#tap_files[@]} > 0)); then
-        suite pgtap count_tap pgtap "${tap_files[@]}" || show_failure
+        if runnable pgtap pg_prove pgtap; then
+            suite pgtap count_tap pgtap "${tap_files[@]}" || show_failure
+        fi
     else
         echo "== pgtap: no test/pgtap/*.sql, skipped"
     fi
@@ -122,6 +167,7 @@ run_tests() {
     for script in test/client/*.sh; do
         [[ -x $script ]] || continue
         clients=$((clients + 1))
+        script_runnable "$script" || continue
         suite "$script" count_tap "$script" || show_failure
     done
     ((clients > 0)) || echo "== client: no executable test/client/*.sh, skipped"

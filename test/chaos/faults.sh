@@ -15,6 +15,7 @@
 # starts it again (as the data directory's owner, through runuser when run as root), and leaves
 # it running. Its databases (ck_chaos_*) are dropped when every check passed.
 # The work is in faults.py and faults_{crash,backend,memory}.py beside this file.
+# needs: psycopg   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -11,6 +11,7 @@
 # CK_FUZZ_SEED overrides the fixed seed. Needs PGHOST/PGPORT/PGUSER (a superuser) of a
 # throwaway cluster (test/cluster.sh) and CK_SERVER_LOG; makes and drops its own databases
 # and roles. Prints TAP; report lines start with "#".
+# needs: python3   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 
 mode=${1:-}

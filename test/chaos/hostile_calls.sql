@@ -316,7 +316,8 @@ SELECT ck.complete_many('jobs', array_fill(1::bigint, ARRAY[1, 1, 1]), '{1}'); -
 SELECT ck.complete_many('jobs', array_fill(1::bigint, ARRAY[10001]), array_fill(1::bigint, ARRAY[10001])); -- expect: 22023
 SELECT count(*) FROM ck.complete_many('jobs', array_fill(-1::bigint, ARRAY[10000]), array_fill(1::bigint, ARRAY[10000])); -- expect: = 0
 SELECT count(*) FROM ck.complete_many('jobs', '{}', '{}'); -- expect: = 0
-SELECT count(*) FROM ck.complete_many('jobs', '{{}}', '{}'); -- expect: 22P02
+-- 17 reads '{{}}' as an empty array.
+SELECT count(*) FROM ck.complete_many('jobs', '{{}}', '{}'); -- expect: 22P02; from 17: = 0
 SELECT count(*) FROM ck.complete_many('jobs', '[5:7]={1,2,3}', '{1,2,3}'); -- expect: = 0
 SELECT ck.complete_many('stock', '{}', '{}'); -- expect: 42809
 SELECT id AS jid, lease_token AS jtok FROM ck.claim('jobs') \gset
@@ -534,7 +535,8 @@ SELECT count(*) FROM ck.find_overlaps('part', 'during', '{id}'); -- expect: = 0
 SELECT count(*) FROM ck.find_overlaps('my_tmp', 'during'); -- expect: = 0
 BEGIN; SELECT ck.add_overlap_guard('slots', 'during'); ROLLBACK; -- expect: 23P01
 BEGIN; SELECT ck.add_overlap_guard('slots', 'during', '{room}') IS NOT NULL; ROLLBACK; -- expect: = t
-BEGIN; SELECT ck.add_overlap_guard('part', 'during', '{id}'); ROLLBACK; -- expect: 0A000
+-- Exclusion constraints on partitioned tables (keyed by the partition key) came in 17.
+BEGIN; SELECT ck.add_overlap_guard('part', 'during', '{id}') IS NOT NULL; ROLLBACK; -- expect: 0A000; from 17: = t
 BEGIN; SELECT ck.add_overlap_guard('orders', 'state'); ROLLBACK; -- expect: 42804
 BEGIN; SELECT ck.add_overlap_guard('ft', 'during'); ROLLBACK; -- expect: 42809
 BEGIN; SELECT ck.add_overlap_guard(:'other_tmp', 'during'); ROLLBACK; -- expect: 42501|0A000

@@ -18,6 +18,7 @@
 # so that plans and names cached under one role meet the next); short runs it once.
 # Needs PGHOST/PGPORT/PGUSER (a superuser) of a throwaway cluster (test/cluster.sh); makes and
 # drops its own database and roles. Prints TAP; report lines start with "#".
+# needs: python3   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 
 mode=${1:-}

@@ -3,6 +3,7 @@
 # of 8 drains 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sells the last units
 # with ck.decrement (CK001 in error.code), meets a timed ck.xact_lock held by another pooled
 # connection (55P03, connection usable afterwards) and calls CALL ck.retry. Prints TAP.
+# needs: node npm   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
 

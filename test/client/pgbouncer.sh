@@ -7,6 +7,7 @@
 # per-backend caches stay right when a client's transactions move between server connections.
 # PgBouncer listens on 127.0.0.1 only, port PGPORT + 10000, runs as postgres when run by root,
 # keeps config, pid and log in a temporary directory, and is always stopped. Prints TAP.
+# needs: pgbouncer go pgx node npm psycopg   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
 
@@ -74,12 +75,17 @@ else
     sed 's/^/# /' "$tmp/npm.log" | tail -n 20
 fi
 
-# 2. What a driver must set, 3. per-backend caches, 4. session locks: one test each.
+# 2. What a driver must set (nothing, where PgBouncer tracks prepared statements), 3. per-backend caches,
+# 4. session locks: one test each.
+tracked=false
+! bouncer_tracks_prepared || tracked=true
 if [[ -x $tmp/ckworker ]]; then
     run_tap "go pgbouncer findings" 60 "$tmp/ckworker" -workers 2 -parts prepare,caches,session \
-        -dsn "$bouncer dbname=$db statement_cache_mode=describe" -direct "" -session-dsn "$bouncer dbname=${db}_session"
+        -dsn "$bouncer dbname=$db statement_cache_mode=describe" -direct "" -session-dsn "$bouncer dbname=${db}_session" \
+        -tracked-prepares="$tracked"
 fi
-run_tap "python pgbouncer findings" 60 /usr/bin/python3 "$client_dir/python/ckworker.py" --dsn "$bouncer dbname=$db" prepare
+run_tap "python pgbouncer findings" 60 /usr/bin/python3 "$client_dir/python/ckworker.py" --dsn "$bouncer dbname=$db" \
+    $($tracked && echo --tracked-prepares) prepare
 
 started=$bouncer_pid
 bouncer_stop

@@ -3,6 +3,7 @@
 # 8 worker threads drain 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sell the
 # last units with ck.decrement (CK001 in the driver's error), meet a timed ck.xact_lock held by
 # another connection (55P03, connection usable afterwards) and CALL ck.retry. Prints TAP.
+# needs: psycopg   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One source of truth for the version: the control file. META.json, the install script's
 # name and the installed extension must agree with it. Prints TAP.
+# needs: python3   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -273,10 +273,11 @@ def test_retry(dsn, workers):
         tap(sqlstate(error) == "25001", f"python: CALL ck.retry inside a transaction is refused with 25001 ({error!r})")
 
 
-def test_prepare(dsn):
+def test_prepare(dsn, tracked):
     """Through PgBouncer in transaction mode: psycopg prepares a statement on the server from its
     prepare_threshold-th execution (default 5); the next execution may land on another server
-    connection, where that statement does not exist. prepare_threshold=None never prepares."""
+    connection, where that statement does not exist unless PgBouncer tracks prepared statements
+    (tracked: 1.24 or later). prepare_threshold=None never prepares."""
     query = "SELECT pg_backend_pid(), ck.sqlstate_action(%s) = 'busy'"
     for threshold in (5, None):
         with psycopg.connect(dsn, autocommit=True, prepare_threshold=threshold) as c, \
@@ -289,7 +290,12 @@ def test_prepare(dsn):
                     error = None
                 except psycopg.Error as e:
                     pid, error = None, e
-            if threshold is not None:
+            if threshold is not None and tracked:
+                tap(held == pids[-1] and error is None and pid != held,
+                    f"pgbouncer: it tracks prepared statements, so psycopg's default prepare_threshold (5) works"
+                    f" when the prepared statement's next use lands on another server connection"
+                    f" (backends {held}, {pid})")
+            elif threshold is not None:
                 tap(held == pids[-1] and sqlstate(error) in ("26000", "42P05"),
                     f"pgbouncer: psycopg's default prepare_threshold (5) fails once the prepared statement's next"
                     f" use lands on another server connection ({error!r})")
@@ -303,6 +309,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--dsn", default="")
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--tracked-prepares", action="store_true",
+                        help="PgBouncer tracks named prepared statements (1.24 or later)")
     parser.add_argument("parts", nargs="+")
     args = parser.parse_args()
     for part in args.parts:
@@ -316,7 +324,7 @@ def main():
             elif part == "retry":
                 test_retry(args.dsn, args.workers)
             elif part == "prepare":
-                test_prepare(args.dsn)
+                test_prepare(args.dsn, args.tracked_prepares)
             else:
                 tap(False, f"unknown part {part!r}")
         except Exception as e:

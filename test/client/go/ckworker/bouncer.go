@@ -70,9 +70,10 @@ func twice(ctx context.Context, c, k *pgx.Conn, q string, args ...interface{}) (
 }
 
 // testPrepare: pgx's default statement cache prepares named statements, which live in one server
-// connection; through transaction pooling the next use lands on another. statement_cache_mode=describe
-// (unnamed statements only) works.
-func testPrepare(ctx context.Context, dsn string) {
+// connection; through transaction pooling the next use lands on another, and fails unless PgBouncer
+// tracks prepared statements (tracked: 1.24 or later). statement_cache_mode=describe (unnamed
+// statements only) works with any PgBouncer.
+func testPrepare(ctx context.Context, dsn string, tracked bool) {
 	for _, mode := range []string{"prepare", "describe"} {
 		conns, ok := connectAll(ctx, "prepare "+mode, dsn+" statement_cache_mode="+mode, dsn)
 		if !ok {
@@ -91,7 +92,11 @@ func testPrepare(ctx context.Context, dsn string) {
 		}
 		err2 := c.QueryRow(ctx, q, "55P03").Scan(&p2, &b)
 		_ = tx.Rollback(ctx)
-		if mode == "prepare" {
+		if mode == "prepare" && tracked {
+			tap(err1 == nil && err2 == nil && held == p1 && p2 != p1,
+				"pgbouncer: it tracks prepared statements, so pgx's default statement cache (prepare) works when a "+
+					"statement's next use lands on another server connection (backends %d, %d; %v)", p1, p2, err2)
+		} else if mode == "prepare" {
 			st := sqlstate(err2)
 			tap(err1 == nil && held == p1 && (st == "26000" || st == "42P05"),
 				"pgbouncer: pgx's default statement cache (prepare) fails once a statement's next use lands on another "+

@@ -55,6 +55,7 @@ func main() {
 	sessionDSN := flag.String("session-dsn", "", "connection string to a PgBouncer pool in session mode")
 	parts := flag.String("parts", "queue,decrement,lock,retry", "comma-separated parts to run")
 	workers := flag.Int("workers", 8, "connections in the pool, and queue workers")
+	tracked := flag.Bool("tracked-prepares", false, "PgBouncer tracks named prepared statements (1.24 or later)")
 	flag.Parse()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
@@ -83,7 +84,7 @@ func main() {
 		case "retry":
 			testRetry(ctx, pool, *workers)
 		case "prepare":
-			testPrepare(ctx, *dsn)
+			testPrepare(ctx, *dsn, *tracked)
 		case "session":
 			testSessionLock(ctx, *dsn, *direct, *sessionDSN)
 		case "caches":

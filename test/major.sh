@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# `make test PG=N` (and demo, bench, chaos) for a PostgreSQL major the host does not ship: runs test/run.sh MODE
+# inside a Debian root of the suite that packages it (17 trixie, 18 sid, 19 experimental), made with mmdebstrap
+# and cached under $CK_ROOTS. The root is rebuilt when missing, half-made, older than CK_ROOT_MAX_DAYS or made by
+# another recipe. Needs root (chroot, mounts); nothing but Debian packages is downloaded. Exit 3: the root could
+# not be made (the reason is printed): the major is skipped, not passed.
+set -euo pipefail
+
+major=${1:-}
+mode=${2:-test}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+roots=${CK_ROOTS:-/var/cache/concurrency_kit/roots}
+max_days=${CK_ROOT_MAX_DAYS:-7}
+
+case $major in
+    17) suite=trixie ;;
+    18) suite=sid ;;
+    19) suite=experimental ;;
+    *) echo "major.sh: no Debian suite known for PostgreSQL '$major' (17, 18 or 19)" >&2; exit 2 ;;
+esac
+if [[ $EUID -ne 0 ]]; then
+    echo "major.sh: PostgreSQL $major runs in a chroot: run as root" >&2
+    exit 2
+fi
+
+# The mirror the host's own apt sources name (deb822 or one-line), the suite name changed.
+mirror() {
+    local url
+    url=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+        grep -oE 'https?://[^ ]+/debian/?( |$)' | head -n 1 | tr -d ' ') || true
+    echo "${url:-http://deb.debian.org/debian}"
+}
+
+# What the root holds. The server and the build tools are needed; the rest serves suites that skip without it.
+required=("postgresql-$major" "postgresql-server-dev-$major" g++ make)
+optional=("postgresql-$major-pgtap" libtap-parser-sourcehandler-pgtap-perl python3 python3-psycopg
+    golang-go golang-github-jackc-pgx-v4-dev pgbouncer nodejs npm sqlsmith ca-certificates procps)
+# sid holds no PostgreSQL 19 yet: the server and its client library come from experimental.
+[[ $suite != experimental ]] || required=("postgresql-$major/experimental" "postgresql-server-dev-$major/experimental"
+    "postgresql-client-$major/experimental" libpq5/experimental libpq-dev/experimental g++ make)
+url=$(mirror)
+recipe="suite=$suite mirror=$url required=${required[*]} optional=${optional[*]} rev=1"
+root=$roots/pg$major
+port=$((54300 + major))
+
+# hook DIR: mmdebstrap's customize hook; installs the optional packages the suite has, lists the others in
+# DIR/.ck-missing. A policy-rc.d keeps the packages' daemons (pgbouncer) from starting in the root.
+hook() {
+    local dir=$1 p have=()
+    printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
+    chmod +x "$dir/usr/sbin/policy-rc.d"
+    : >"$dir/.ck-missing"
+    for p in "${optional[@]}"; do
+        if chroot "$dir" apt-cache show "$p" >/dev/null 2>&1; then have+=("$p"); else echo "$p" >>"$dir/.ck-missing"; fi
+    done
+    chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${have[@]}"
+    rm -f "$dir/usr/sbin/policy-rc.d"
+}
+
+fresh() {
+    [[ -f $root/.ck-recipe && $(cat "$root/.ck-recipe") == "$recipe" ]] &&
+        [[ -z $(find "$root/.ck-recipe" -mtime "+$max_days") ]]
+}
+
+# remove DIR: a root's whole tree, but never through a mount point (a /dev bound in by a run killed half-way).
+remove() {
+    rm -rf --one-file-system "$1"
+}
+
+# make_root: mmdebstrap into a new directory, the optional packages the suite has added in its customize hook
+# (daemons kept from starting), then moved into place. Prints why on failure.
+make_root() {
+    local new=$root.new log=$roots/pg$major.log sources=("$url $suite main")
+    command -v mmdebstrap >/dev/null || {
+        echo "== installing mmdebstrap"
+        apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q mmdebstrap >/dev/null
+    } || { echo "mmdebstrap could not be installed"; return 1; }
+    [[ $suite != experimental ]] || sources=("deb $url sid main" "deb $url experimental main")
+    remove "$new"
+    mkdir -p "$roots"
+    echo "== making the $suite root for PostgreSQL $major in $root ($url)"
+    if ! unshare --mount --propagation private mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
+        --include="$(IFS=,; echo "${required[*]}")" --customize-hook="bash $here/major.sh $major hook \"\$1\"" \
+        "${suite/experimental/sid}" "$new" "${sources[@]}" >"$log" 2>&1; then
+        remove "$new"
+        echo "mmdebstrap failed ($(grep -E '^E:' "$log" | tail -n 1 || true); log: $log)"
+        return 1
+    fi
+    echo "$recipe" >"$new/.ck-recipe"
+    remove "$root"
+    mv "$new" "$root"
+}
+
+if [[ $mode == hook ]]; then
+    hook "$3"
+    exit
+fi
+if ! fresh && ! make_root; then
+    echo "== PostgreSQL $major: skipped: its $suite root could not be made"
+    exit 3
+fi
+missing=$(tr '\n' ' ' <"$root/.ck-missing")
+echo "== PostgreSQL $major in the $suite root $root${missing:+ (the suite lacks: $missing)}"
+
+# The tree as git sees it (tracked and untracked files, not ignored ones: no build outputs) is copied in afresh.
+work=$root/work/concurrency_kit
+remove "$work"
+mkdir -p "$work"
+(cd "$here/.." && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$work"
+
+# The host's own certificate authorities (a proxy's, say) are trusted in the root too, for npm.
+if [[ -d /usr/local/share/ca-certificates ]] && ! diff -rq /usr/local/share/ca-certificates \
+    "$root/usr/local/share/ca-certificates" >/dev/null 2>&1; then
+    remove "$root/usr/local/share/ca-certificates"
+    cp -r /usr/local/share/ca-certificates "$root/usr/local/share/"
+    chroot "$root" update-ca-certificates >/dev/null 2>&1 || true
+fi
+
+# Mounts live in a private namespace: they vanish with it, whatever way the run ends.
+exec unshare --mount --propagation private bash -c '
+    root=$1; shift
+    mount --rbind /dev "$root/dev" && mount -t proc proc "$root/proc" && mount -t tmpfs tmpfs "$root/dev/shm" &&
+        mount -t sysfs sysfs "$root/sys" || exit 1
+    exec chroot "$root" "$@"' major "$root" \
+    env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
+    CI="${CI:-}" CK_PG="$major" CK_PORT="${CK_PORT:-$port}" CK_IN_ROOT=1 CK_BENCH_ONLY="${CK_BENCH_ONLY:-}" \
+    bash -c 'cd /work/concurrency_kit && exec bash test/run.sh "$1"' run "$mode"
