@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `make test PG=N` (and demo, bench, chaos) for a PostgreSQL major the host does not ship: runs test/run.sh MODE
 # inside a Debian root of the suite that packages it (17 trixie, 18 sid, 19 experimental), made with mmdebstrap
-# and cached under $CK_ROOTS. The root is rebuilt when missing, half-made, older than CK_ROOT_MAX_DAYS or made by
-# another recipe. Needs root (chroot, mounts); nothing but Debian packages is downloaded. Exit 3: the root could
-# not be made (the reason is printed): the major is skipped, not passed.
+# and cached under $CK_ROOTS. The root is rebuilt when missing, half-made, older than CK_ROOT_MAX_DAYS or made
+# by another recipe (MODE root: only that). Needs root (chroot, mounts); nothing but Debian packages is
+# downloaded. Exit 3: the root could not be made (the reason is printed): the major is skipped, not passed.
 set -euo pipefail
 
 major=${1:-}
@@ -99,6 +99,7 @@ if ! fresh && ! make_root; then
     echo "== PostgreSQL $major: skipped: its $suite root could not be made"
     exit 3
 fi
+[[ $mode != root ]] || exit 0   # make or refresh the root only
 missing=$(tr '\n' ' ' <"$root/.ck-missing")
 echo "== PostgreSQL $major in the $suite root $root${missing:+ (the suite lacks: $missing)}"
 
