@@ -33,7 +33,7 @@ include $(PGXS)
 # Behaviour that only newer majors have is tested only there (MAJORVERSION comes from PGXS).
 major_at_least = $(shell test $(MAJORVERSION) -ge $(1) && echo yes)
 ifeq ($(call major_at_least,17),yes)
-REGRESS     +=
+REGRESS     += infinite_interval unique_guard_search_path
 endif
 ifeq ($(call major_at_least,18),yes)
 REGRESS     +=

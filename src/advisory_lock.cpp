@@ -56,7 +56,8 @@ LOCKTAG tag_of(const Target &t)
     return tag;
 }
 
-// Milliseconds of a positive interval argument (NULL: -1, wait without a bound).
+// Milliseconds of a positive interval argument (NULL: -1, wait without a bound). A longer
+// one than lock_timeout's largest value, INT_MAX ms (24.8 days), 'infinity' among them, gets it.
 int timeout_ms(FunctionCallInfo fcinfo, int argno)
 {
     if (PG_NARGS() <= argno || PG_ARGISNULL(argno))

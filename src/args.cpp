@@ -1,6 +1,17 @@
 // Argument helpers shared by the entry points.
 #include "args.hpp"
 
+extern "C" {
+#include "utils/timestamp.h"
+}
+
+#include <cmath>
+
+#if PG_VERSION_NUM < 170000
+// Intervals have no infinities before PostgreSQL 17.
+#define INTERVAL_NOT_FINITE(i) false
+#endif
+
 namespace ck {
 
 void require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
@@ -9,8 +20,40 @@ void require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
         throw Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, fmt("%s must not be NULL", what));
 }
 
+Interval *interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok)
+{
+    if (PG_ARGISNULL(argno))
+        return nullptr;
+    Interval *iv = PG_GETARG_INTERVAL_P(argno);
+    Interval zero{};
+    int cmp = DatumGetInt32(pg_call([&] {
+        return DirectFunctionCall2(interval_cmp, IntervalPGetDatum(iv), IntervalPGetDatum(&zero));
+    }));
+    if (cmp < 0 || (cmp == 0 && !zero_ok))
+        throw Error(ERRCODE_INVALID_PARAMETER_VALUE, fmt("%s must be %s", what, zero_ok ? "zero or positive" : "positive"));
+    return iv;
+}
+
+// '-infinity' has already failed interval_arg's sign test: only 'infinity' gets here.
+Interval *finite_interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok, const char *hint)
+{
+    Interval *iv = interval_arg(fcinfo, argno, what, zero_ok);
+    if (iv != nullptr && INTERVAL_NOT_FINITE(iv))
+        throw Error(ERRCODE_INVALID_PARAMETER_VALUE, fmt("%s must be finite", what), "", hint);
+    return iv;
+}
+
+Interval *lease_arg(FunctionCallInfo fcinfo, int argno)
+{
+    return finite_interval_arg(fcinfo, argno, "lease", false,
+                               "A lease that never ends keeps the job from every other worker after a crash: "
+                               "take a finite lease and renew it with ck.extend_lease.");
+}
+
 double interval_usecs(const Interval *iv)
 {
+    if (INTERVAL_NOT_FINITE(iv))
+        return iv->time < 0 ? -HUGE_VAL : HUGE_VAL;   // -infinity has every field at its minimum
     return static_cast<double>(iv->time) + iv->day * static_cast<double>(USECS_PER_DAY) +
            iv->month * static_cast<double>(DAYS_PER_MONTH) * USECS_PER_DAY;
 }

@@ -8,7 +8,18 @@ namespace ck {
 // Raises 22004 "<what> must not be NULL" when argument argno is NULL.
 void require_arg(FunctionCallInfo fcinfo, int argno, const char *what);
 
-// The interval's length in microseconds, a month counted as 30 days (as PostgreSQL does).
+// The interval argument argno, which must be > 0 (or >= 0 when zero_ok), else 22023; NULL
+// gives nullptr. 'infinity' (PostgreSQL 17+) passes: for a wait it means no bound of its own.
+Interval *interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok = false);
+
+// interval_arg, and 22023 "<what> must be finite" with that hint for 'infinity'.
+Interval *finite_interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok, const char *hint);
+
+// A lease argument (ck.create_queue, the claims, ck.extend_lease): positive and finite.
+Interval *lease_arg(FunctionCallInfo fcinfo, int argno);
+
+// The interval's length in microseconds, a month counted as 30 days (as PostgreSQL does);
+// plus or minus HUGE_VAL for 'infinity' and '-infinity'.
 double interval_usecs(const Interval *iv);
 
 } // namespace ck

@@ -21,25 +21,12 @@ extern "C" {
 
 namespace {
 
+using ck::finite_interval_arg;
+using ck::interval_arg;
+using ck::lease_arg;
 using ck::Prepared;
 using ck::require_arg;
 using ck::StatementKind;
-
-// An interval argument that must be > 0 (or >= 0 when zero_ok); NULL gives nullptr.
-Interval *interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok = false)
-{
-    if (PG_ARGISNULL(argno))
-        return nullptr;
-    Interval *iv = PG_GETARG_INTERVAL_P(argno);
-    Interval zero{};
-    int cmp = DatumGetInt32(ck::pg_call([&] {
-        return DirectFunctionCall2(interval_cmp, IntervalPGetDatum(iv), IntervalPGetDatum(&zero));
-    }));
-    if (cmp < 0 || (cmp == 0 && !zero_ok))
-        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE,
-                        ck::fmt("%s must be %s", what, zero_ok ? "zero or positive" : "positive"));
-    return iv;
-}
 
 int32 batch_arg(FunctionCallInfo fcinfo, int argno)
 {
@@ -174,7 +161,7 @@ CK_FUNCTION(ck_claim)
     require_arg(fcinfo, 0, "queue");
     Oid queue = PG_GETARG_OID(0);
     int32 batch = batch_arg(fcinfo, 1);
-    Interval *lease = interval_arg(fcinfo, 2, "lease");
+    Interval *lease = lease_arg(fcinfo, 2);
     ck::spi_connect();
     claim_once(queue, batch, lease, ck::Snap::Caller);
     Datum result = ck::return_result_rows(fcinfo);
@@ -204,12 +191,13 @@ CK_FUNCTION(ck_claim_wait)
     require_arg(fcinfo, 3, "max_wait");
     Oid queue = PG_GETARG_OID(0);
     int32 batch = batch_arg(fcinfo, 1);
-    Interval *lease = interval_arg(fcinfo, 2, "lease");
+    Interval *lease = lease_arg(fcinfo, 2);
     Interval *max_wait = interval_arg(fcinfo, 3, "max_wait", true);
     if (IsolationUsesXactSnapshot())
         throw ck::Error(ERRCODE_ACTIVE_SQL_TRANSACTION, "ck.claim_wait needs READ COMMITTED",
                         "Under REPEATABLE READ or SERIALIZABLE one snapshot would never see new jobs.");
-    // A wait longer than a century is a wait without end (until statement_timeout or a cancel).
+    // A wait longer than a century, or 'infinity', is a wait without end (until statement_timeout
+    // or a cancel).
     double wait_us = std::min(ck::interval_usecs(max_wait), 100.0 * 365 * USECS_PER_DAY);
     TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(wait_us);
     bool on_commit = ck::queue_wakeup_active();
@@ -260,7 +248,7 @@ CK_FUNCTION(ck_complete_and_claim)
 {
     Ack a = ack_args(fcinfo);
     int32 batch = batch_arg(fcinfo, 3);
-    Interval *lease = interval_arg(fcinfo, 4, "lease");
+    Interval *lease = lease_arg(fcinfo, 4);
     Datum values[2] = {a.id, a.token};
     ck::spi_connect();
     const Prepared &complete = ck::queue_statement(StatementKind::Complete, a.queue);
@@ -326,7 +314,7 @@ CK_FUNCTION(ck_extend_lease)
 {
     Ack a = ack_args(fcinfo);
     require_arg(fcinfo, 3, "lease");
-    Interval *lease = interval_arg(fcinfo, 3, "lease");
+    Interval *lease = lease_arg(fcinfo, 3);
     Datum values[4] = {a.id, a.token, IntervalPGetDatum(lease), TimestampTzGetDatum(GetCurrentTimestamp())};
     ck::spi_connect();
     const Prepared &p = ck::queue_statement(StatementKind::ExtendLease, a.queue);
@@ -344,7 +332,9 @@ CK_FUNCTION(ck_fail)
 {
     Ack a = ack_args(fcinfo);
     Datum error = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
-    Interval *retry_in = interval_arg(fcinfo, 4, "retry_in", true);
+    Interval *retry_in = finite_interval_arg(fcinfo, 4, "retry_in", true,
+                                             "A retry that never comes leaves the job in the queue for good, "
+                                             "neither run nor dead: pick a finite delay, or ck.complete the job.");
     char error_null = PG_ARGISNULL(3) ? 'n' : ' ';
 
     ck::spi_connect();
@@ -395,7 +385,8 @@ CK_FUNCTION(ck_purge_dead)
     require_arg(fcinfo, 0, "queue");
     require_arg(fcinfo, 1, "older_than");
     Oid queue = PG_GETARG_OID(0);
-    Interval *older_than = interval_arg(fcinfo, 1, "older_than", true);
+    // Nothing died 'infinity' ago: that purge would delete nothing, surely not what was meant.
+    Interval *older_than = finite_interval_arg(fcinfo, 1, "older_than", true, "older_than => '0' purges every dead letter.");
     Datum values[1] = {IntervalPGetDatum(older_than)};
     ck::spi_connect();
     const Prepared &p = ck::queue_statement(StatementKind::PurgeDead, queue);

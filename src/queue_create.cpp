@@ -61,7 +61,6 @@ CK_FUNCTION(ck_create_queue)
     for (int i = 0; i < 4; i++)
         ck::require_arg(fcinfo, i, arg_names[i]);
     const char *queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
-    Datum lease = PG_GETARG_DATUM(1);
     int32 max_attempts = PG_GETARG_INT32(2);
     bool notify = PG_GETARG_BOOL(3);
     if (queue[0] == '\0')
@@ -69,9 +68,7 @@ CK_FUNCTION(ck_create_queue)
     if (max_attempts < 1 || max_attempts > 1000)
         throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE,
                         ck::fmt("max_attempts must be between 1 and 1000, got %d", max_attempts));
-    Interval zero{};
-    if (DatumGetInt32(ck::pg_call([&] { return DirectFunctionCall2(interval_cmp, lease, IntervalPGetDatum(&zero)); })) <= 0)
-        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE, "lease must be positive");
+    Datum lease = IntervalPGetDatum(ck::lease_arg(fcinfo, 1));
 
     Placement at = place(queue);
     std::string q = qualified(at.schema, at.table);
