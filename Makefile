@@ -12,6 +12,8 @@ DATA         = $(wildcard sql/$(EXTENSION)--*.sql)
 
 PG_CXXFLAGS  = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-register -fno-omit-frame-pointer
 PG_CPPFLAGS  = -I$(srcdir)/src
+# The module's version (PG_MODULE_MAGIC_EXT on 18+) is the control file's default_version.
+PG_CPPFLAGS += -DCK_VERSION='"$(EXTVERSION)"'
 SHLIB_LINK  += -lstdc++
 
 # pg_regress inputs in sql/ (beside the install scripts); setup defines test helpers.
@@ -34,13 +36,17 @@ include $(PGXS)
 major_at_least = $(shell test $(MAJORVERSION) -ge $(1) && echo yes)
 ifeq ($(call major_at_least,17),yes)
 REGRESS     += infinite_interval unique_guard_search_path
+else
+# the custom wait event of ck.claim_wait (WaitEventExtensionNew) is new in 17
+ISOLATION   := $(filter-out claim_wait_event,$(ISOLATION))
 endif
 ifeq ($(call major_at_least,18),yes)
-REGRESS     +=
+REGRESS     += not_valid_not_null loaded_module
 endif
 
 # PGXS tracks no header dependencies for C++: rebuild every object when a header changes.
 $(OBJS): $(wildcard src/*.hpp)
+src/module.o: $(EXTENSION).control
 
 # PG=17 (18, 19) runs the target on that major, in a Debian root of the suite that ships it (test/major.sh);
 # test-all runs make test on every tested major in turn.

@@ -5,7 +5,12 @@
 #include "queue_wakeup.hpp"
 
 extern "C" {
+#if PG_VERSION_NUM >= 180000
+// Name and version as pg_get_loaded_modules() shows them; CK_VERSION comes from the Makefile.
+PG_MODULE_MAGIC_EXT(.name = "concurrency_kit", .version = CK_VERSION);
+#else
 PG_MODULE_MAGIC;
+#endif
 
 void _PG_init(void);
 

@@ -22,6 +22,18 @@ namespace ck {
 
 namespace {
 
+// Whether every row of the relation has the column non-null. Since 18 attnotnull is also set
+// for a NOT VALID not-null constraint, which existing rows may break; only a validated one
+// counts.
+bool column_never_null(TupleDesc desc, AttrNumber attnum)
+{
+#if PG_VERSION_NUM >= 180000
+    return TupleDescCompactAttr(desc, attnum - 1)->attnullability == ATTNULLABLE_VALID;
+#else
+    return TupleDescAttr(desc, attnum - 1)->attnotnull;
+#endif
+}
+
 // Scalar types btree_gist gives a GiST operator class (so they can be compared WITH =).
 bool btree_gist_supports(Oid type)
 {
@@ -114,7 +126,7 @@ std::string overlap_guard_ddl(const OverlapTarget &t, const char *constraint_nam
         names.check = ChooseConstraintName(names.constraint, nullptr, "not_empty", nsp,
                                            list_make1(pstrdup(names.constraint)));
         Relation rel = table_open(t.table.relid, AccessShareLock);
-        names.range_not_null = TupleDescAttr(RelationGetDescr(rel), t.range.attnum - 1)->attnotnull;
+        names.range_not_null = column_never_null(RelationGetDescr(rel), t.range.attnum);
         table_close(rel, AccessShareLock);
     });
     const char *constraint_sql = pg_call([&] { return quote_identifier(names.constraint); });

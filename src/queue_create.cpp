@@ -12,6 +12,7 @@ extern "C" {
 #include "parser/parse_func.h"
 #include "utils/inval.h"
 #include "utils/regproc.h"
+#include "utils/timestamp.h"
 }
 
 namespace {
@@ -148,5 +149,6 @@ CK_FUNCTION(ck_queues_changed)
         if (!isnull && get_rel_relkind(relid) != '\0')
             CacheInvalidateRelcacheByRelid(relid);
     });
-    return PointerGetDatum(nullptr);
+    // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
+    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
 }

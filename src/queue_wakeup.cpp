@@ -15,6 +15,7 @@ extern "C" {
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/rel.h"
+#include "utils/wait_event.h"
 }
 
 namespace ck {
@@ -40,6 +41,25 @@ constexpr int max_marked = 32;
 uint32 marked[max_marked];
 int nmarked = 0;
 bool wake_all = false;
+
+#if PG_VERSION_NUM >= 170000
+// 17+ names an extension's wait events: pg_stat_activity shows CkClaimWait. Registered on the
+// first sleep, since it takes a shared lock and may raise (inside pg_call there), then kept
+// for the backend's life (an id is never 0: it carries the class bits).
+uint32 claim_wait_event = 0;
+
+uint32 wait_event()
+{
+    if (claim_wait_event == 0)
+        claim_wait_event = WaitEventExtensionNew("CkClaimWait");
+    return claim_wait_event;
+}
+#else
+uint32 wait_event()
+{
+    return PG_WAIT_EXTENSION;
+}
+#endif
 
 uint32 slot_of(Oid queue)
 {
@@ -133,11 +153,12 @@ void queue_wait_prepare(Oid queue)
 
 void queue_wait_sleep(long timeout_ms)
 {
+    uint32 event = wait_event();
     if (prepared != nullptr) {
-        (void) ConditionVariableTimedSleep(prepared, timeout_ms, PG_WAIT_EXTENSION);
+        (void) ConditionVariableTimedSleep(prepared, timeout_ms, event);
         return;
     }
-    (void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms, PG_WAIT_EXTENSION);
+    (void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms, event);
     ResetLatch(MyLatch);
     CHECK_FOR_INTERRUPTS();
 }
@@ -160,7 +181,8 @@ CK_FUNCTION(ck_queue_ready)
                             errmsg("ck.queue_ready must be called as a trigger")));
         ck::queue_mark_ready(RelationGetRelid(((TriggerData *) fcinfo->context)->tg_relation));
     });
-    return PointerGetDatum(nullptr);
+    // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
+    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
 }
 
 // ck.claim_wait_mode(): 'commit' when waiters wake on commit, 'poll' otherwise.

@@ -90,6 +90,10 @@ ReturnSetInfo *begin_result_set(FunctionCallInfo fcinfo)
     if (kind == TYPEFUNC_SCALAR) {   // SETOF a scalar: rows of one column
         desc = CreateTemplateTupleDesc(1);
         TupleDescInitEntry(desc, 1, "value", scalar_type, -1, 0);
+#if PG_VERSION_NUM >= 190000
+        // 19 requires it before a hand-built descriptor is used (it fills the cached offsets).
+        TupleDescFinalize(desc);
+#endif
     } else if (kind != TYPEFUNC_COMPOSITE) {
         elog(ERROR, "return type must be a row type or a scalar");
     }

@@ -63,14 +63,23 @@ struct Verdict {
     const char *reason;
 };
 
+#if PG_VERSION_NUM >= 160000
+// Since 16 the tree walkers are macros that cast to tree_walker_callback, which is already
+// the walkers' own type: pass them through unchanged.
+tree_walker_callback as_walker(tree_walker_callback fn)
+{
+    return fn;
+}
+#else
 using Walker = bool (*)();
 
-// The tree walkers take an unprototyped function pointer (C's "bool (*)()"); going through
-// void (*)() says the conversion is intended.
+// Before 16 the tree walkers take an unprototyped function pointer (C's "bool (*)()");
+// going through void (*)() says the conversion is intended.
 Walker as_walker(bool (*fn)(Node *, void *))
 {
     return reinterpret_cast<Walker>(reinterpret_cast<void (*)()>(fn));
 }
+#endif
 
 void note_read(Facts *f, const char *name)
 {
