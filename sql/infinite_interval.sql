@@ -33,6 +33,14 @@ FROM ck.queues WHERE queue::text LIKE 'forever2%';
 SELECT (SELECT count(*) FROM (TABLE forever EXCEPT TABLE jobs_before) AS d) AS changed_rows,
        (SELECT count(*) FROM (TABLE jobs_before EXCEPT TABLE forever) AS d) AS lost_rows;
 SELECT count(*) AS dead_letters FROM forever_dead;
+-- ck.queues itself refuses an infinite lease set by hand (its CHECK queues_lease_check is
+-- lease > '0' AND isfinite(lease) from 0.2.1), as it refuses a negative one: 23514, the
+-- row unchanged. (The detail, the failing row with its created_at, is cut off.)
+SELECT statement, split_part(test.outcome(statement), ' (Failing row', 1) AS outcome FROM (VALUES
+    ($s$UPDATE ck.queues SET lease = 'infinity' WHERE queue = 'forever'::regclass$s$),
+    ($s$UPDATE ck.queues SET lease = '-infinity' WHERE queue = 'forever'::regclass$s$)
+) AS bad(statement);
+SELECT lease FROM ck.queues WHERE queue = 'forever'::regclass;
 -- what the hints suggest works
 SELECT ck.extend_lease('forever', id, lease_token, '1 hour') > now() + interval '59 minutes' AS extended FROM held;
 SELECT ck.purge_dead('forever', '0') AS purged;

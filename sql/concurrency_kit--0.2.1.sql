@@ -1,0 +1,489 @@
+-- concurrency_kit 0.2.1: install script. Every function runs as the caller (SECURITY
+-- INVOKER); tables are regclass, columns name. No function carries a SET clause: everything
+-- the extension runs is immune to the caller's search_path by construction (relations
+-- printed from their OIDs, operators written OPERATOR(pg_catalog.op) or the type's own
+-- equality operator found in the catalog, functions and types schema-qualified; SQL bodies
+-- are BEGIN ATOMIC, bound when this script runs). A user's triggers on the tables the
+-- extension writes run with the user's own search_path.
+\echo Use "CREATE EXTENSION concurrency_kit" to load this file. \quit
+
+-- Every function runs with the caller's rights, so using the schema grants nothing more
+-- than the caller already has.
+GRANT USAGE ON SCHEMA ck TO PUBLIC;
+
+------------------------------------------------------------------------------------------
+-- Conditional change: one UPDATE ... WHERE <condition> per call
+------------------------------------------------------------------------------------------
+
+CREATE FUNCTION ck.try_decrement(tbl regclass, col name, key anyelement, amount bigint DEFAULT 1,
+                                 key_column name DEFAULT NULL)
+RETURNS numeric
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_decrement';
+COMMENT ON FUNCTION ck.try_decrement(regclass, name, anyelement, bigint, name) IS
+'col := col - amount on the row with that key, only while col >= amount; the new value, or NULL when nothing changed';
+
+CREATE FUNCTION ck.decrement(tbl regclass, col name, key anyelement, amount bigint DEFAULT 1,
+                             key_column name DEFAULT NULL)
+RETURNS numeric
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_decrement';
+COMMENT ON FUNCTION ck.decrement(regclass, name, anyelement, bigint, name) IS
+'like try_decrement, but raises CK001 when col < amount and CK004 when no row has that key';
+
+CREATE FUNCTION ck.try_increment(tbl regclass, col name, key anyelement, amount bigint,
+                                 upper_bound numeric, key_column name DEFAULT NULL)
+RETURNS numeric
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_increment';
+COMMENT ON FUNCTION ck.try_increment(regclass, name, anyelement, bigint, numeric, name) IS
+'col := col + amount on the row with that key, only while col + amount <= upper_bound; the new value, or NULL when nothing changed';
+
+CREATE FUNCTION ck.increment(tbl regclass, col name, key anyelement, amount bigint,
+                             upper_bound numeric, key_column name DEFAULT NULL)
+RETURNS numeric
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_increment';
+COMMENT ON FUNCTION ck.increment(regclass, name, anyelement, bigint, numeric, name) IS
+'like try_increment, but raises CK002 when the bound would be passed and CK004 when no row has that key';
+
+CREATE FUNCTION ck.transition(tbl regclass, key anyelement, col name, from_value text, to_value text,
+                              key_column name DEFAULT NULL)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_transition';
+COMMENT ON FUNCTION ck.transition(regclass, anyelement, name, text, text, name) IS
+'SET col = to_value on the row with that key, only while col = from_value; false when the row was not in from_value';
+
+CREATE FUNCTION ck.transition_or_raise(tbl regclass, key anyelement, col name, from_value text,
+                                       to_value text, key_column name DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_transition_or_raise';
+COMMENT ON FUNCTION ck.transition_or_raise(regclass, anyelement, name, text, text, name) IS
+'like transition, but raises CK003 when the row is in another state and CK004 when no row has that key';
+
+------------------------------------------------------------------------------------------
+-- Errors, timeouts, retries
+------------------------------------------------------------------------------------------
+
+CREATE FUNCTION ck.sqlstate_action(sqlstate text)
+RETURNS text
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_sqlstate_action';
+COMMENT ON FUNCTION ck.sqlstate_action(text) IS
+'what a client should do with an error: retry (40001, 40P01), busy (55P03), conflict (23505, 23P01, CK001-CK005) or error';
+
+------------------------------------------------------------------------------------------
+-- Queues with leases (FOR UPDATE SKIP LOCKED)
+------------------------------------------------------------------------------------------
+
+-- Lease tokens: every claim takes a new one, so an acknowledgement carrying an old token
+-- can be told apart from the current holder's.
+CREATE SEQUENCE ck.lease_tokens;
+GRANT USAGE ON SEQUENCE ck.lease_tokens TO PUBLIC;
+
+-- The registry of queues made by ck.create_queue, with their settings. Anyone may read it;
+-- only the owner of a queue's table may register, change or remove its row.
+CREATE TABLE ck.queues (
+    queue        regclass PRIMARY KEY,
+    dead_letters regclass NOT NULL,
+    -- finite too: PostgreSQL 17+ has an interval 'infinity', which is > '0' (0.2.1)
+    lease        interval NOT NULL CONSTRAINT queues_lease_check
+                     CHECK (lease > interval '0' AND pg_catalog.isfinite(lease)),
+    max_attempts integer NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
+    notify       boolean NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE ck.queues IS 'queues made by ck.create_queue: dead-letter table, default lease, max attempts';
+ALTER TABLE ck.queues ENABLE ROW LEVEL SECURITY;
+CREATE POLICY queues_read ON ck.queues FOR SELECT USING (true);
+CREATE POLICY queues_owner ON ck.queues FOR ALL
+    USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = queue), 'USAGE'))
+    WITH CHECK (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = queue), 'USAGE'));
+GRANT SELECT, INSERT, UPDATE, DELETE ON ck.queues TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('ck.queues', '');
+
+CREATE FUNCTION ck.queues_changed() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queues_changed';
+COMMENT ON FUNCTION ck.queues_changed() IS
+'trigger on ck.queues: drops the plans cached from a queue''s old settings';
+CREATE TRIGGER queues_changed AFTER UPDATE OR DELETE ON ck.queues
+    FOR EACH ROW EXECUTE FUNCTION ck.queues_changed();
+
+CREATE FUNCTION ck.notify_queue() RETURNS trigger
+LANGUAGE plpgsql SECURITY INVOKER
+AS $$
+BEGIN
+    PERFORM pg_catalog.pg_notify(pg_catalog.concat(TG_TABLE_SCHEMA, '.', TG_TABLE_NAME), '');
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION ck.notify_queue() IS
+'statement trigger of queues made with notify => true: NOTIFY "schema.queue" once per inserting statement';
+
+CREATE FUNCTION ck.queue_ready() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queue_ready';
+COMMENT ON FUNCTION ck.queue_ready() IS
+'statement trigger of every queue (AFTER INSERT): wakes the queue''s ck.claim_wait waiters when the transaction commits (with the library preloaded)';
+
+CREATE FUNCTION ck.claim_wait_mode()
+RETURNS text
+LANGUAGE c STABLE PARALLEL SAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_claim_wait_mode';
+COMMENT ON FUNCTION ck.claim_wait_mode() IS
+'how ck.claim_wait learns of new jobs: commit (woken by the committing transaction; the library is in shared_preload_libraries) or poll (looks again every 10 to 200 ms)';
+
+-- Resolves an unqualified queue name with the caller's search_path, as CREATE TABLE does;
+-- every name in the DDL it runs is schema-qualified.
+CREATE FUNCTION ck.create_queue(queue text, lease interval DEFAULT '30 seconds', max_attempts integer DEFAULT 5,
+                                notify boolean DEFAULT false)
+RETURNS regclass
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_create_queue';
+COMMENT ON FUNCTION ck.create_queue(text, interval, integer, boolean) IS
+'creates a queue table (id, payload, priority, run_at, attempts, lease_token, enqueued_at, last_error), its claim index and its dead-letter table';
+
+CREATE FUNCTION ck.drop_queue(queue regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $$
+DECLARE
+    -- Names schema-qualified from the OIDs, whatever the caller's search_path.
+    -- (Type names too: PL/pgSQL resolves them with the caller's search_path.)
+    queue_name pg_catalog.text := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, queue, 0)).identity;
+    dead pg_catalog.regclass;
+BEGIN
+    IF queue IS NULL THEN
+        RAISE EXCEPTION 'queue must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- Everyone may read ck.queues; only the owner of a queue may delete its row (row-level
+    -- security), and DROP TABLE asks the same: a non-owner gets 42501, not "not a queue".
+    SELECT q.dead_letters INTO dead FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % is not a queue', queue_name USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class AS c
+                                   WHERE c.oid OPERATOR(pg_catalog.=) queue), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', queue_name USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    DELETE FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue;
+    EXECUTE pg_catalog.format('DROP TABLE %s, %s', queue_name,
+        (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, dead, 0)).identity);
+END
+$$;
+COMMENT ON FUNCTION ck.drop_queue(regclass) IS 'drops a queue, its dead letters and its registration';
+
+CREATE FUNCTION ck.enqueue(queue regclass, payload jsonb DEFAULT '{}', run_at timestamptz DEFAULT now(),
+                           priority integer DEFAULT 0)
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_enqueue';
+COMMENT ON FUNCTION ck.enqueue(regclass, jsonb, timestamptz, integer) IS
+'adds one job (lower priority first; not before run_at) and returns its id';
+
+CREATE FUNCTION ck.claim(queue regclass, batch integer DEFAULT 1, lease interval DEFAULT NULL)
+RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
+AS 'MODULE_PATHNAME', 'ck_claim';
+COMMENT ON FUNCTION ck.claim(regclass, integer, interval) IS
+'one statement with FOR UPDATE SKIP LOCKED: leases up to batch ready jobs (by priority, run_at, id), each with a new lease token';
+
+CREATE FUNCTION ck.claim_wait(queue regclass, batch integer, lease interval, max_wait interval)
+RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
+AS 'MODULE_PATHNAME', 'ck_claim_wait';
+COMMENT ON FUNCTION ck.claim_wait(regclass, integer, interval, interval) IS
+'like claim, but waits up to max_wait for jobs: woken by the commit that makes jobs ready when the library is preloaded, else looking again every 10 to 200 ms; also wakes when a scheduled job or a lease end comes due';
+
+CREATE FUNCTION ck.complete(queue regclass, id bigint, lease_token bigint)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_complete';
+COMMENT ON FUNCTION ck.complete(regclass, bigint, bigint) IS
+'deletes a finished job if the lease token is still current; false when the lease was lost';
+
+CREATE FUNCTION ck.complete_and_claim(queue regclass, id bigint, lease_token bigint, batch integer DEFAULT 1,
+                                      lease interval DEFAULT NULL)
+RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
+AS 'MODULE_PATHNAME', 'ck_complete_and_claim';
+COMMENT ON FUNCTION ck.complete_and_claim(regclass, bigint, bigint, integer, interval) IS
+'a worker''s loop in one call: completes the job held (raising CK005 when the lease was lost, so the job''s effects roll back) and claims up to batch more, like ck.claim';
+
+CREATE FUNCTION ck.complete_many(queue regclass, ids bigint[], lease_tokens bigint[])
+RETURNS SETOF bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_complete_many';
+COMMENT ON FUNCTION ck.complete_many(regclass, bigint[], bigint[]) IS
+'ck.complete for the jobs of a batch claim in one statement: ids[i] with lease_tokens[i]; returns the ids that were still yours and are done (the others are left alone)';
+
+CREATE FUNCTION ck.fail(queue regclass, id bigint, lease_token bigint, error text DEFAULT NULL,
+                        retry_in interval DEFAULT NULL)
+RETURNS text
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_fail';
+COMMENT ON FUNCTION ck.fail(regclass, bigint, bigint, text, interval) IS
+'retry (ready again after retry_in or a jittered exponential backoff), dead (attempts exhausted: moved to dead letters) or lost';
+
+CREATE FUNCTION ck.extend_lease(queue regclass, id bigint, lease_token bigint, lease interval)
+RETURNS timestamptz
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_extend_lease';
+COMMENT ON FUNCTION ck.extend_lease(regclass, bigint, bigint, interval) IS
+'heartbeat: the new lease end (now() + lease), or NULL when the lease was lost';
+
+CREATE FUNCTION ck.retry_dead(queue regclass, id bigint)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_retry_dead';
+COMMENT ON FUNCTION ck.retry_dead(regclass, bigint) IS
+'puts a dead job back in its queue, ready now, with its attempts reset; false when there is no such dead job';
+
+CREATE FUNCTION ck.purge_dead(queue regclass, older_than interval)
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_purge_dead';
+COMMENT ON FUNCTION ck.purge_dead(regclass, interval) IS
+'deletes dead letters that died more than older_than ago; returns how many';
+
+CREATE FUNCTION ck.queue_stats(queue regclass,
+    OUT ready bigint, OUT scheduled bigint, OUT running bigint, OUT expired bigint, OUT dead bigint,
+    OUT oldest_ready_age interval, OUT ready_estimated boolean)
+RETURNS record
+LANGUAGE c STABLE PARALLEL RESTRICTED SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_queue_stats';
+COMMENT ON FUNCTION ck.queue_stats(regclass) IS
+'job counts: running, expired, scheduled and dead exact; ready exact up to 10,000, estimated beyond (ready_estimated)';
+
+------------------------------------------------------------------------------------------
+-- Advisory locks keyed by (int4, int4), never hashed
+------------------------------------------------------------------------------------------
+
+-- Namespaces: the first int of a lock key, by name. Numbers come from the identity
+-- sequence, so two names never share one. Rows are never deleted.
+CREATE TABLE ck.lock_namespaces (
+    id         integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name       text NOT NULL UNIQUE CHECK (octet_length(name) BETWEEN 1 AND 63),
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE ck.lock_namespaces IS 'advisory-lock namespaces: name -> the first int of (int4, int4) keys';
+GRANT SELECT, INSERT ON ck.lock_namespaces TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('ck.lock_namespaces', '');
+
+CREATE FUNCTION ck.lock_namespace(name text)
+RETURNS integer
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_lock_namespace';
+COMMENT ON FUNCTION ck.lock_namespace(text) IS
+'the namespace''s number, registered on first use (concurrent first uses agree); cached per backend';
+
+CREATE FUNCTION ck.xact_lock(ns integer, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_xact_lock';
+COMMENT ON FUNCTION ck.xact_lock(integer, integer, interval) IS
+'transaction-scoped exclusive advisory lock on (ns, key), same key as pg_advisory_xact_lock(ns, key); with a timeout, raises 55P03 after waiting that long';
+
+CREATE FUNCTION ck.xact_lock(ns text, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_xact_lock_name';
+COMMENT ON FUNCTION ck.xact_lock(text, integer, interval) IS
+'ck.xact_lock by namespace name';
+
+CREATE FUNCTION ck.try_xact_lock(ns integer, key integer DEFAULT 0)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_xact_lock';
+COMMENT ON FUNCTION ck.try_xact_lock(integer, integer) IS
+'takes the transaction lock if it is free: true, else false at once';
+
+CREATE FUNCTION ck.try_xact_lock(ns text, key integer DEFAULT 0)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_xact_lock_name';
+COMMENT ON FUNCTION ck.try_xact_lock(text, integer) IS
+'ck.try_xact_lock by namespace name';
+
+CREATE FUNCTION ck.session_lock(ns integer, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_session_lock';
+COMMENT ON FUNCTION ck.session_lock(integer, integer, interval) IS
+'session-scoped lock, for a dedicated connection only: survives COMMIT and ROLLBACK until ck.session_unlock';
+
+CREATE FUNCTION ck.session_lock(ns text, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_session_lock_name';
+COMMENT ON FUNCTION ck.session_lock(text, integer, interval) IS
+'ck.session_lock by namespace name';
+
+CREATE FUNCTION ck.session_unlock(ns integer, key integer DEFAULT 0)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_session_unlock';
+COMMENT ON FUNCTION ck.session_unlock(integer, integer) IS
+'releases one hold of a session lock taken with ck.session_lock; raises 55000 when this session holds none';
+
+CREATE FUNCTION ck.session_unlock(ns text, key integer DEFAULT 0)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_session_unlock_name';
+COMMENT ON FUNCTION ck.session_unlock(text, integer) IS
+'ck.session_unlock by namespace name';
+
+CREATE FUNCTION ck.session_unlock_all()
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_session_unlock_all';
+COMMENT ON FUNCTION ck.session_unlock_all() IS
+'releases every session-level advisory lock of this session (pg_advisory_unlock_all)';
+
+CREATE FUNCTION ck.session_locks_held(OUT ns integer, OUT key integer, OUT holds bigint)
+RETURNS SETOF record
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_session_locks_held';
+COMMENT ON FUNCTION ck.session_locks_held() IS
+'the session locks this session took through ck.session_lock, with how many times each is held';
+
+CREATE FUNCTION ck.held_locks()
+RETURNS TABLE (ns integer, ns_name text, key integer, scope text, granted boolean)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+BEGIN ATOMIC
+    SELECT l.classid::integer, n.name, l.objid::integer,
+           CASE WHEN s.ns IS NULL THEN 'transaction' ELSE 'session' END, l.granted
+    FROM pg_catalog.pg_locks AS l
+    LEFT JOIN ck.lock_namespaces AS n ON n.id = l.classid::integer
+    LEFT JOIN ck.session_locks_held() AS s ON s.ns = l.classid::integer AND s.key = l.objid::integer
+    WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.pid = pg_catalog.pg_backend_pid()
+      AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d
+                        WHERE d.datname = pg_catalog.current_database())
+    ORDER BY 1, 3;
+END;
+COMMENT ON FUNCTION ck.held_locks() IS
+'this session''s (int4, int4) advisory locks with namespace names; scope is session for locks taken with ck.session_lock';
+
+CREATE FUNCTION ck.lock_waits()
+RETURNS TABLE (waiting_pid integer, blocking_pids integer[], waited interval, lock text, query text)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+BEGIN ATOMIC
+    SELECT w.pid,
+           pg_catalog.pg_blocking_pids(w.pid),
+           pg_catalog.clock_timestamp() - w.waitstart,
+           CASE
+               WHEN w.locktype = 'advisory' AND w.objsubid = 2
+                   THEN 'advisory ' || coalesce(n.name, w.classid::text) || ':' || w.objid::integer
+               WHEN w.locktype = 'advisory'
+                   THEN 'advisory ' || ((w.classid::bigint << 32) | w.objid::bigint)
+               WHEN w.locktype = 'tuple'
+                   THEN 'row (' || w.page || ',' || w.tuple || ') of ' || w.relation::regclass::text
+               WHEN w.locktype = 'relation'
+                   THEN w.mode || ' on ' || w.relation::regclass::text
+               WHEN w.locktype = 'transactionid'
+                   THEN 'transaction ' || w.transactionid || ' (a row it changed)'
+               ELSE w.locktype
+           END,
+           a.query
+    FROM pg_catalog.pg_locks AS w
+    LEFT JOIN ck.lock_namespaces AS n ON w.locktype = 'advisory' AND n.id = w.classid::integer
+    LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = w.pid
+    WHERE NOT w.granted AND w.pid IS NOT NULL
+    ORDER BY w.waitstart;
+END;
+COMMENT ON FUNCTION ck.lock_waits() IS
+'who waits on whom: every waiting backend, the pids blocking it, how long it has waited, the lock (advisory locks as namespace:key) and its query';
+
+CREATE FUNCTION ck.set_lock_timeout(timeout interval)
+RETURNS void
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_set_lock_timeout';
+COMMENT ON FUNCTION ck.set_lock_timeout(interval) IS
+'SET LOCAL lock_timeout for the rest of this transaction; raises outside a transaction block, where it would do nothing';
+
+------------------------------------------------------------------------------------------
+-- Whole-transaction retry inside the server
+------------------------------------------------------------------------------------------
+
+-- The caller's sql runs with the caller's search_path (a procedure with SET clauses could
+-- not commit anyway). ck.retry runs no SQL of its own.
+CREATE PROCEDURE ck.retry(sql text, isolation text DEFAULT 'serializable', max_attempts integer DEFAULT 10,
+                          retry_lock_timeout boolean DEFAULT false, INOUT attempts integer DEFAULT NULL)
+LANGUAGE c SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_retry';
+COMMENT ON PROCEDURE ck.retry(text, text, integer, boolean, integer) IS
+'runs sql in a fresh transaction per attempt at that isolation level, retrying 40001 and 40P01 (and 55P03 when asked) with capped, jittered exponential backoff; returns the attempts it took';
+
+CREATE FUNCTION ck.current_attempt()
+RETURNS integer
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_current_attempt';
+COMMENT ON FUNCTION ck.current_attempt() IS
+'the attempt number of the ck.retry running in this backend (1 on the first try), 0 outside ck.retry';
+
+CREATE FUNCTION ck.retry_stats(OUT calls bigint, OUT attempts bigint, OUT retries bigint, OUT exhausted bigint)
+RETURNS record
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_retry_stats';
+COMMENT ON FUNCTION ck.retry_stats() IS
+'this backend''s ck.retry counters: calls, attempts, retries, and calls that ran out of attempts';
+
+------------------------------------------------------------------------------------------
+-- Guards: constraints beat code
+------------------------------------------------------------------------------------------
+
+CREATE FUNCTION ck.overlap_guard_ddl(tbl regclass, range_col name, key_cols name[] DEFAULT '{}',
+                                     constraint_name name DEFAULT NULL)
+RETURNS text
+LANGUAGE c STABLE PARALLEL SAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_overlap_guard_ddl';
+COMMENT ON FUNCTION ck.overlap_guard_ddl(regclass, name, name[], name) IS
+'DDL for an exclusion constraint (key WITH =, range WITH &&) with NOT NULL and not-empty checks on the range; btree_gist first when a scalar key needs it';
+
+CREATE FUNCTION ck.find_overlaps(tbl regclass, range_col name, key_cols name[] DEFAULT '{}',
+                                 max_pairs integer DEFAULT 1000)
+RETURNS TABLE (a tid, b tid, key text, a_range text, b_range text)
+LANGUAGE c STABLE PARALLEL RESTRICTED SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_find_overlaps';
+COMMENT ON FUNCTION ck.find_overlaps(regclass, name, name[], integer) IS
+'pairs of existing rows (by ctid) with equal keys and overlapping ranges, which an overlap guard would reject; one sorted pass';
+
+CREATE FUNCTION ck.add_overlap_guard(tbl regclass, range_col name, key_cols name[] DEFAULT '{}',
+                                     constraint_name name DEFAULT NULL)
+RETURNS text
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_add_overlap_guard';
+COMMENT ON FUNCTION ck.add_overlap_guard(regclass, name, name[], name) IS
+'refuses (23P01, listing the first pairs) when rows already overlap; else runs ck.overlap_guard_ddl and returns it';
+
+CREATE FUNCTION ck.unique_guard_ddl(tbl regclass, cols name[], where_clause text DEFAULT NULL)
+RETURNS text
+LANGUAGE c STABLE PARALLEL SAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_unique_guard_ddl';
+COMMENT ON FUNCTION ck.unique_guard_ddl(regclass, name[], text) IS
+'CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS on cols, with where_clause parsed, checked against the table and deparsed';
+
+------------------------------------------------------------------------------------------
+-- Checks
+------------------------------------------------------------------------------------------
+
+-- PARALLEL UNSAFE, not SAFE or RESTRICTED: each function is analysed inside a
+-- subtransaction (so one body that does not parse cannot fail the audit), with a temporary
+-- search_path; PostgreSQL refuses to start a subtransaction in parallel mode, which the
+-- leader is in too, so even RESTRICTED could fail under a parallel plan.
+CREATE FUNCTION ck.volatility_audit(schema name DEFAULT NULL)
+RETURNS TABLE(func regprocedure, declared text, suggested text, reason text)
+LANGUAGE c STABLE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_volatility_audit';
+COMMENT ON FUNCTION ck.volatility_audit(name) IS
+'SQL and PL/pgSQL functions whose volatility label is wrong: IMMUTABLE that read tables or call STABLE functions, VOLATILE that only read (should be STABLE), STABLE or IMMUTABLE with side effects (should be VOLATILE); all non-system schemas but ck when schema is NULL';
+
+-- The query is the caller's and is explained with the caller's search_path; the SQL
+-- scan_check runs itself is schema-qualified.
+CREATE FUNCTION ck.scan_check(query text)
+RETURNS TABLE (node text, relation text, advice text)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_scan_check';
+COMMENT ON FUNCTION ck.scan_check(text) IS
+'EXPLAINs one SELECT/INSERT/UPDATE/DELETE/MERGE (never runs it) and names each sequential scan, a whole-table predicate lock under SERIALIZABLE';
