@@ -55,6 +55,24 @@ hook() {
     done
     chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${have[@]}"
     rm -f "$dir/usr/sbin/policy-rc.d"
+    grep -qx "postgresql-$major-pgtap" "$dir/.ck-missing" && borrow_pgtap "$dir" || true
+}
+
+# borrow_pgtap DIR: a suite whose newest major has no pgTAP package yet (19 in experimental) gets the extension
+# files of the next older major's package: pgTAP is SQL and PL/pgSQL only, with no library to build.
+borrow_pgtap() {
+    local dir=$1 older
+    for ((older = major - 1; older >= 15; older--)); do
+        chroot "$dir" apt-cache show "postgresql-$older-pgtap" >/dev/null 2>&1 || continue
+        chroot "$dir" sh -c "cd /tmp && apt-get download -q postgresql-$older-pgtap &&
+            dpkg-deb -x postgresql-$older-pgtap_*.deb pgtap &&
+            cp pgtap/usr/share/postgresql/$older/extension/pgtap* /usr/share/postgresql/$major/extension/ &&
+            rm -rf pgtap postgresql-$older-pgtap_*.deb" || return 1
+        sed -i "s/^postgresql-$major-pgtap\$/postgresql-$major-pgtap (its SQL taken from postgresql-$older-pgtap)/" \
+            "$dir/.ck-missing"
+        return 0
+    done
+    return 1
 }
 
 fresh() {
