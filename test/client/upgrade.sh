@@ -473,4 +473,15 @@ assert "a second ALTER EXTENSION UPDATE succeeds and says the version is already
 check "and leaves $db_a at $default" "$db_a" "
     SELECT extversion = '$default' FROM pg_extension WHERE extname = 'concurrency_kit'"
 
+# Every released version still installs, the ones without a full script of their own through the chain.
+installs_at() {
+    sql -d "$db_b" -c 'DROP EXTENSION concurrency_kit CASCADE' -c "CREATE EXTENSION concurrency_kit VERSION '$1'" &&
+        test "$(value "$db_b" "SELECT extversion FROM pg_extension WHERE extname = 'concurrency_kit'")" = "$1"
+}
+for version in ${path//--/ }; do
+    assert "CREATE EXTENSION concurrency_kit VERSION '$version' installs (script: $(
+        [[ -f sql/concurrency_kit--$version.sql ]] && echo "its own" || echo "the chain from $oldest"))" \
+        installs_at "$version"
+done
+
 echo "1..$n"
