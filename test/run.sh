@@ -145,8 +145,21 @@ totals() {
     ((failed == 0 && passed > 0))
 }
 
+# build_check: one TAP line: the build of this run printed no compiler warning.
+build_check() {
+    local warnings
+    warnings=$(grep -c 'warning:' "$workdir/build.out" || true)
+    if ((warnings == 0)); then
+        echo "ok 1 - PostgreSQL $major: $(ls src/*.o | wc -l) objects compiled without a warning"
+    else
+        echo "not ok 1 - PostgreSQL $major: the build printed $warnings warnings"
+        grep -A3 'warning:' "$workdir/build.out" | sed 's/^/# /'
+    fi
+}
+
 run_tests() {
     local script
+    suite build count_tap build_check || show_failure
     rm -rf results output_iso regression.diffs regression.out
     # REGRESS and ISOLATION run as two steps, so that a pg_regress failure does not skip the isolation tests.
     suite regress count_regress make -s installcheck PG_CONFIG="$PG_CONFIG" ISOLATION= ||
@@ -187,10 +200,6 @@ run_tests() {
 ensure_packages
 eval "$(bash "$here/cluster.sh" env)"
 
-echo "== building and installing concurrency_kit"
-make -s PG_CONFIG="$PG_CONFIG"
-make -s install PG_CONFIG="$PG_CONFIG"
-
 workdir=$(mktemp -d)
 cleanup() {
     bash "$here/cluster.sh" stop
@@ -199,6 +208,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+echo "== building and installing concurrency_kit for PostgreSQL $major"
+# make test compiles every object anew, so that its warning check sees them all.
+[[ $mode != test ]] || make -s clean PG_CONFIG="$PG_CONFIG"
+make -s PG_CONFIG="$PG_CONFIG" 2>&1 | tee "$workdir/build.out"
+make -s install PG_CONFIG="$PG_CONFIG"
+
 bash "$here/cluster.sh" start
 
 case $mode in
