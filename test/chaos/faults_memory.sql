@@ -16,13 +16,24 @@ CREATE TABLE mem_samples (family text, calls bigint, context_bytes bigint, proc_
                           at timestamptz);
 CREATE TABLE mem_checked (family text PRIMARY KEY, calls bigint, checked bigint);
 
+-- The backend's memory contexts with their parents' names: pg_backend_memory_contexts has a parent
+-- column up to 17; from 18 each context's path of ids instead, whose next-to-last is the parent.
+-- Read as jsonb, the one query serves both.
+CREATE FUNCTION mem_contexts(OUT name text, OUT parent text, OUT total_bytes bigint) RETURNS SETOF record
+LANGUAGE sql AS $$
+    WITH c AS (SELECT to_jsonb(m) AS j FROM pg_backend_memory_contexts AS m)
+    SELECT c.j ->> 'name', coalesce(c.j ->> 'parent', p.j ->> 'name'), (c.j ->> 'total_bytes')::bigint
+    FROM c LEFT JOIN c AS p
+        ON c.j ? 'path' AND p.j -> 'path' = (c.j -> 'path') - (jsonb_array_length(c.j -> 'path') - 1)
+$$;
+
 CREATE FUNCTION mem_sample(family text, calls bigint) RETURNS void LANGUAGE sql AS $$
     INSERT INTO mem_samples
     SELECT family, calls,
            (SELECT sum(total_bytes) FILTER (WHERE NOT (name = 'SPI Proc' AND parent = 'PortalContext'))
-            FROM pg_backend_memory_contexts),
+            FROM mem_contexts()),
            (SELECT sum(total_bytes) FILTER (WHERE name = 'SPI Proc' AND parent = 'PortalContext')
-            FROM pg_backend_memory_contexts),
+            FROM mem_contexts()),
            CASE WHEN (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
                 THEN (regexp_match(pg_read_file('/proc/self/status'), 'VmData:\s+(\d+) kB'))[1]::bigint END,
            clock_timestamp()
