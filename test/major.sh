@@ -118,7 +118,7 @@ if ! fresh && ! make_root; then
     exit 3
 fi
 [[ $mode != root ]] || exit 0   # make or refresh the root only
-missing=$(tr '\n' ' ' <"$root/.ck-missing")
+missing=$(paste -sd ' ' "$root/.ck-missing")
 echo "== PostgreSQL $major in the $suite root $root${missing:+ (the suite lacks: $missing)}"
 
 # The tree as git sees it (tracked and untracked files, not ignored ones: no build outputs) is copied in afresh.
