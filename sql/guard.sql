@@ -46,6 +46,25 @@ SELECT ck.unique_guard_ddl('members', '{email}');
 SELECT ck.unique_guard_ddl('members', '{org, email}', 'NOT deleted AND email IS NOT NULL');
 SELECT ck.unique_guard_ddl('members', '{email}', 'lower(email) <> ''''');
 
+-- a failed CREATE INDEX CONCURRENTLY (duplicates) leaves an invalid index, which the DDL's IF
+-- NOT EXISTS would skip, leaving no guard: the generator refuses until it is dropped; a
+-- relation of the guard's name that is no index on the table is refused too
+CREATE TABLE handles (id int PRIMARY KEY, handle text);
+INSERT INTO handles VALUES (1, 'ann'), (2, 'ann');
+SELECT ck.unique_guard_ddl('handles', '{handle}') \gexec
+SELECT indisvalid FROM pg_index WHERE indexrelid = 'handles_handle_unique'::regclass;
+SELECT test.outcome($$SELECT ck.unique_guard_ddl('handles', '{handle}')$$);
+DELETE FROM handles WHERE id = 2;
+DROP INDEX CONCURRENTLY handles_handle_unique;
+SELECT ck.unique_guard_ddl('handles', '{handle}') \gexec
+SELECT indisvalid FROM pg_index WHERE indexrelid = 'handles_handle_unique'::regclass;
+SELECT test.outcome($$INSERT INTO handles VALUES (3, 'ann')$$);
+SELECT ck.unique_guard_ddl('handles', '{handle}') \gexec
+CREATE VIEW handles_id_handle_unique AS SELECT 1 AS one;
+SELECT test.outcome($$SELECT ck.unique_guard_ddl('handles', '{id, handle}')$$);
+DROP VIEW handles_id_handle_unique;
+DROP TABLE handles;
+
 -- scan_check: each sequential scan, with advice; the statement is never run
 INSERT INTO members SELECT g, 'm' || g || '@example.com', g % 10, false FROM generate_series(1, 2000) g;
 ANALYZE members;

@@ -22,7 +22,7 @@ SHOW search_path;
 -- plain SQL: CREATE INDEX fails while it inlines the function, and leaves nothing behind
 SELECT ck.unique_guard_ddl('signups', '{email}', 'real_sql(email)') \gexec
 -- PL/pgSQL: fails while it builds the index, and CONCURRENTLY leaves the index INVALID;
--- the same DDL run again then skips it (IF NOT EXISTS): drop it before the next try
+-- the guard's DDL is then refused (IF NOT EXISTS would skip the invalid index): drop it first
 SELECT ck.unique_guard_ddl('signups', '{nick}', 'real_plpgsql(nick)') \gexec
 \set VERBOSITY default
 SELECT ck.unique_guard_ddl('signups', '{nick}', 'real_plpgsql(nick)') \gexec

@@ -6,6 +6,7 @@
 
 extern "C" {
 #include "access/table.h"
+#include "catalog/pg_index.h"
 #include "commands/defrem.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_clause.h"
@@ -13,6 +14,7 @@ extern "C" {
 #include "parser/parser.h"
 #include "utils/array.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 }
 
 #include <string>
@@ -62,6 +64,37 @@ const char *parse_predicate(const ck::TableRef &table, const std::string &probe)
     });
 }
 
+// IF NOT EXISTS skips any relation of the guard's name: the DDL would then leave no guard
+// behind, silently. Refuse when that relation is not a valid index on the table — above all
+// the INVALID index a failed CREATE INDEX CONCURRENTLY leaves (duplicates, a predicate
+// function that fails).
+void check_existing(const ck::TableRef &table, const char *name)
+{
+    ck::pg_call([&] {
+        Oid index = get_relname_relid(name, get_rel_namespace(table.relid));
+        if (!OidIsValid(index))
+            return;
+        HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+        bool on_table = HeapTupleIsValid(tuple) && ((Form_pg_index) GETSTRUCT(tuple))->indrelid == table.relid;
+        bool valid = on_table && ((Form_pg_index) GETSTRUCT(tuple))->indisvalid;
+        if (HeapTupleIsValid(tuple))
+            ReleaseSysCache(tuple);
+        if (!on_table)
+            ereport(ERROR, (errcode(ERRCODE_DUPLICATE_TABLE),
+                            errmsg("relation \"%s\" already exists and is not an index on %s", name, table.qualified),
+                            errhint("The guard's DDL (IF NOT EXISTS) would skip it and create no guard: rename that relation.")));
+        if (!valid)
+            ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                            errmsg("index \"%s\" exists but is not valid: it enforces nothing", name),
+                            errdetail("A CREATE INDEX CONCURRENTLY that failed (duplicate rows, or a predicate function "
+                                      "that raised) leaves an invalid index, and one still being built is not valid "
+                                      "yet; the guard's DDL (IF NOT EXISTS) would skip it."),
+                            errhint("Unless another session is still building it: DROP INDEX CONCURRENTLY %s; then fix "
+                                    "the cause and run the guard's DDL again.",
+                                    quote_qualified_identifier(get_namespace_name(get_rel_namespace(index)), name))));
+    });
+}
+
 } // namespace
 
 CK_FUNCTION(ck_unique_guard_ddl)
@@ -76,7 +109,8 @@ CK_FUNCTION(ck_unique_guard_ddl)
         ck::TableRef table;
         int n;
         const char *list;    // quoted, comma-separated
-        const char *index;   // quoted, deterministic: IF NOT EXISTS then means "this guard"
+        const char *name;    // deterministic: IF NOT EXISTS then means "this guard"
+        const char *index;   // quoted
     } c;
     ck::pg_call([&] {
         c.table = ck::table_ref(relid);
@@ -101,8 +135,10 @@ CK_FUNCTION(ck_unique_guard_ddl)
             appendStringInfo(&names, "%s%s", i ? "_" : "", col.name);
         }
         c.list = list.data;
-        c.index = quote_identifier(makeObjectName(c.table.name, names.data, "unique"));
+        c.name = makeObjectName(c.table.name, names.data, "unique");
+        c.index = quote_identifier(c.name);
     });
+    check_existing(c.table, c.name);
     std::string ddl = std::string("CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS ") + c.index + " ON " + c.table.sql +
                       " (" + c.list + ")";
     if (clause != nullptr)
