@@ -1,6 +1,6 @@
 # concurrency_kit: PGXS build. `make && make install && make installcheck` works against
-# a server you already run; `make demo`, `make test`, `make bench`, `make chaos`, `make bench-peers` and
-# `make bench-sustained` do the whole set-up
+# a server you already run; `make demo`, `make test`, `make bench`, `make chaos`, `make bench-peers`,
+# `make bench-sustained` and `make bench-horizon` do the whole set-up
 # on a throwaway cluster (see test/run.sh).
 
 EXTENSION    = concurrency_kit
@@ -50,8 +50,8 @@ src/module.o: $(EXTENSION).control
 
 # PG=17 (18, 19) runs the target on that major, in a Debian root of the suite that ships it (test/major.sh);
 # test-all runs make test on every tested major in turn.
-.PHONY: demo test bench chaos bench-peers bench-sustained test-all
-demo test bench chaos bench-peers bench-sustained:
+.PHONY: demo test bench chaos bench-peers bench-sustained bench-horizon test-all
+demo test bench chaos bench-peers bench-sustained bench-horizon:
 	bash test/run.sh $@ $(PG)
 test-all:
 	bash test/every_major.sh

@@ -5,8 +5,8 @@ shopt -s nullglob
 
 mode=${1:-}
 case $mode in
-    demo | test | bench | chaos | bench-peers | bench-sustained) ;;
-    *) echo "usage: $0 demo|test|bench|chaos|bench-peers|bench-sustained [MAJOR]" >&2; exit 2 ;;
+    demo | test | bench | chaos | bench-peers | bench-sustained | bench-horizon) ;;
+    *) echo "usage: $0 demo|test|bench|chaos|bench-peers|bench-sustained|bench-horizon [MAJOR]" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
@@ -223,4 +223,5 @@ case $mode in
     chaos) chaos_suites full && totals ;;
     bench-peers) bash "$here/bench/peers/run.sh" ;;
     bench-sustained) bash "$here/bench/sustained/run.sh" ;;
+    bench-horizon) bash "$here/bench/horizon/run.sh" ;;
 esac
