@@ -13,7 +13,7 @@ set object 1 rect from clean, graph 0 to clean + pin, graph 1 fc rgb "#e8e8e8" f
 
 set title "jobs completed per second (10 s windows)"
 set ylabel "jobs/s"
-set yrange [0:rate * 1.3]
+set yrange [0:*]
 plot ck using 1:2 with lines lw 2 lc rgb "#1f77b4" title "ck.claim + ck.complete", \
      seed using 1:2 with lines lw 2 lc rgb "#d62728" title "seed: SKIP LOCKED + DELETE", \
      rate with lines dt 2 lc rgb "#7f7f7f" title "offered"
