@@ -25,6 +25,9 @@ packages=("postgresql-server-dev-$major" "postgresql-$major-pgtap" libtap-parser
 # a machine without node gets Debian's.
 packages+=(golang-go golang-github-jackc-pgx-v4-dev python3-psycopg pgbouncer)
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+# The long benchmarks draw their plots with gnuplot; bench-peers also runs PgQ.
+[[ $mode != bench-sustained && $mode != bench-horizon && $mode != bench-peers ]] || packages+=(gnuplot-nox)
+[[ $mode != bench-peers ]] || packages+=("postgresql-$major-pgq3")
 
 ensure_packages() {
     [[ -z ${CK_IN_ROOT:-} ]] || return 0

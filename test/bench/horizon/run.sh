@@ -59,15 +59,6 @@ sleep_until() {
     sleep_pid=
 }
 
-if ! command -v gnuplot >/dev/null; then
-    if [[ $EUID -ne 0 ]]; then
-        echo "gnuplot is missing: apt-get install gnuplot-nox" >&2
-        exit 1
-    fi
-    apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q gnuplot-nox
-fi
-
 work=$(mktemp -d)
 chmod 777 "$work"
 pids=()

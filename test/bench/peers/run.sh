@@ -48,22 +48,8 @@ sql() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 value() { sql -At "$@"; }
 out() { tee -a "$results"; }
 
-# What is missing is installed when run as root (as test/run.sh does): PgQ, gnuplot, Node and the npm packages.
-ensure_packages() {
-    local p missing=() packages=(postgresql-15-pgq3 gnuplot-nox)
-    command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
-    for p in "${packages[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
-    done
-    if ((${#missing[@]} > 0)); then
-        if [[ $EUID -ne 0 ]]; then
-            echo "missing packages: ${missing[*]}; install them as root: apt-get install ${missing[*]}" >&2
-            exit 1
-        fi
-        echo "== installing ${missing[*]}"
-        apt-get update -q
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
-    fi
+# PgQ, gnuplot and Node come with test/run.sh's packages; the npm packages are installed here when missing.
+ensure_node_modules() {
     if ! (cd "$node_dir" && npm ls --omit=dev >/dev/null 2>&1); then
         echo "== npm ci in $node_dir"
         (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error)
@@ -239,7 +225,7 @@ plots() {
     fi
 }
 
-ensure_packages
+ensure_node_modules
 mkdir -p "$data"
 dropdb --if-exists ck_peers
 createdb ck_peers

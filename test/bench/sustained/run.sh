@@ -28,15 +28,6 @@ declare -A table=([ck]=sustained [seed]=tasks)
 sql() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 value() { sql -At "$@"; }
 
-if ! command -v gnuplot >/dev/null; then
-    if [[ $EUID -ne 0 ]]; then
-        echo "gnuplot is missing: apt-get install gnuplot-nox" >&2
-        exit 1
-    fi
-    apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q gnuplot-nox
-fi
-
 work=$(mktemp -d)
 chmod 777 "$work"
 pids=()
