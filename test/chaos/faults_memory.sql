@@ -30,13 +30,12 @@ $$;
 CREATE FUNCTION mem_sample(family text, calls bigint) RETURNS void LANGUAGE sql AS $$
     INSERT INTO mem_samples
     SELECT family, calls,
-           (SELECT sum(total_bytes) FILTER (WHERE NOT (name = 'SPI Proc' AND parent = 'PortalContext'))
-            FROM mem_contexts()),
-           (SELECT sum(total_bytes) FILTER (WHERE name = 'SPI Proc' AND parent = 'PortalContext')
-            FROM mem_contexts()),
+           sum(total_bytes) FILTER (WHERE NOT (name = 'SPI Proc' AND parent = 'PortalContext')),
+           sum(total_bytes) FILTER (WHERE name = 'SPI Proc' AND parent = 'PortalContext'),
            CASE WHEN (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
                 THEN (regexp_match(pg_read_file('/proc/self/status'), 'VmData:\s+(\d+) kB'))[1]::bigint END,
            clock_timestamp()
+    FROM mem_contexts()
 $$;
 
 -- queue: ck.claim + ck.complete. Each transaction enqueues its own jobs with a priority lower than
