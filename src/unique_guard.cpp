@@ -71,7 +71,8 @@ const char *parse_predicate(const ck::TableRef &table, const std::string &probe)
 void check_existing(const ck::TableRef &table, const char *name)
 {
     ck::pg_call([&] {
-        Oid index = get_relname_relid(name, get_rel_namespace(table.relid));
+        Oid nsp = get_rel_namespace(table.relid);
+        Oid index = get_relname_relid(name, nsp);
         if (!OidIsValid(index))
             return;
         HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
@@ -91,7 +92,7 @@ void check_existing(const ck::TableRef &table, const char *name)
                                       "yet; the guard's DDL (IF NOT EXISTS) would skip it."),
                             errhint("Unless another session is still building it: DROP INDEX CONCURRENTLY %s; then fix "
                                     "the cause and run the guard's DDL again.",
-                                    quote_qualified_identifier(get_namespace_name(get_rel_namespace(index)), name))));
+                                    quote_qualified_identifier(get_namespace_name(nsp), name))));
     });
 }
 
