@@ -2,6 +2,7 @@
 #include "pg.hpp"
 #include "lock_namespace.hpp"
 #include "plan_cache.hpp"
+#include "queue_frontier.hpp"
 #include "queue_wakeup.hpp"
 
 extern "C" {
@@ -19,5 +20,6 @@ void _PG_init(void)
     ck::plan_cache_init();
     ck::lock_namespace_init();
     ck::queue_wakeup_init();
+    ck::queue_frontier_init();
 }
 }

@@ -16,7 +16,9 @@ enum class StatementKind : uint8_t {
     ReadAsText,      // the current value of a column, for the messages of raising forms
     QueueConfig,     // a queue's row of ck.queues
     Enqueue,
-    Claim,
+    Claim,           // the whole claim index in order
+    ClaimFrom,       // one priority, from its frontier
+    Priorities,      // a queue's distinct priorities (a loose scan)
     Bury,            // expired jobs on their last attempt -> dead letters
     Complete,
     CompleteMany,

@@ -5,6 +5,7 @@
 #include "errcodes.hpp"
 #include "guc_scope.hpp"
 #include "queue.hpp"
+#include "queue_frontier.hpp"
 #include "queue_wakeup.hpp"
 #include "spi.hpp"
 
@@ -21,6 +22,8 @@ extern "C" {
 
 namespace {
 
+using ck::FrontierKey;
+using ck::FrontierView;
 using ck::finite_interval_arg;
 using ck::interval_arg;
 using ck::lease_arg;
@@ -53,6 +56,18 @@ Ack ack_args(FunctionCallInfo fcinfo)
     return {PG_GETARG_OID(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
 }
 
+// After an acknowledgement that locked or changed job id: if this transaction aborts, the
+// job is ready again where it was (columns col, col + 1 of the result: priority, run_at).
+void ready_again_on_abort(Oid queue, Datum id, int col)
+{
+    ck::pg_call([&] {
+        bool isnull;
+        int32 priority = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull));
+        TimestampTz was = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col + 1, &isnull));
+        ck::frontier_on_abort(queue, priority, FrontierKey{was, DatumGetInt64(id)});
+    });
+}
+
 int claims_since_burial = 0;
 
 // The claim's plan is generic and kept; made while the queue was nearly empty, it finds the
@@ -68,9 +83,10 @@ void replan_if_grown(Oid queue, const Prepared &claim)
 
 // Executes a statement that must walk the claim index in order (the claim, the burial). Its
 // generic plan is made at the first execution and again after each invalidation, such as an
-// ANALYZE that saw the queue nearly empty; made then with sequential scans, bitmap scans and
-// sorts allowed, it would sort the whole backlog on every call until the next ANALYZE (seen
-// in the sustained benchmark: 40 ms per claim instead of 0.1). So they are off while it is made.
+// ANALYZE that saw the queue nearly empty; made then with sequential scans, bitmap scans,
+// sorts and hash or merge joins allowed, it would sort the whole backlog on every call until
+// the next ANALYZE (seen in the sustained benchmark: 40 ms per claim instead of 0.1). So
+// they are off while it is made: the claimed rows are joined to the table by primary key.
 uint64 execute_in_index_order(const Prepared &p, Datum *values, ck::Snap snap)
 {
     bool planning = ck::pg_call([&] {
@@ -80,7 +96,8 @@ uint64 execute_in_index_order(const Prepared &p, Datum *values, ck::Snap snap)
     if (!planning)
         return ck::execute_plan(p.plan, values, nullptr, snap);
     int nest = ck::pg_call([] {
-        return ck::push_settings({{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"}});
+        return ck::push_settings({{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"},
+                                  {"enable_hashjoin", "off"}, {"enable_mergejoin", "off"}});
     });
     uint64 n = ck::execute_plan(p.plan, values, nullptr, snap);
     ck::pg_call([&] { ck::pop_settings(nest); });
@@ -100,28 +117,121 @@ bool may_bury(Oid queue, Oid dead_letters)
     });
 }
 
-// Runs one claim into SPI's result; buries expired jobs on their last attempt when the
-// claim came back short (they are skipped by the claim, so they would otherwise linger).
-uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap)
+bool key_less(const FrontierKey &a, const FrontierKey &b)
+{
+    return a.run_at < b.run_at || (a.run_at == b.run_at && a.id < b.id);
+}
+
+// The claimed rows of the last execution (id, lease_token, attempt, payload, lease_until, old
+// priority, old run_at) go to the result; each is ready again at its old key if this
+// transaction aborts, and at its lease end once it commits (if the lease has run out by
+// then). Returns the greatest old key (in the one priority of a ClaimFrom).
+FrontierKey take_claimed(Oid queue, ReturnSetInfo *out, ck::ClaimMode mode)
+{
+    return ck::pg_call([&] {
+        FrontierKey last{DT_NOBEGIN, PG_INT64_MIN};
+        ck::append_result_rows(out, 5);
+        for (uint64 i = 0; i < SPI_processed; i++) {
+            bool isnull;
+            int64 id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+            TimestampTz until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 5, &isnull));
+            int32 priority = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 6, &isnull));
+            FrontierKey was{DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 7, &isnull)), id};
+            ck::frontier_on_abort(queue, priority, was);
+            ck::frontier_on_commit(queue, priority, FrontierKey{until, id});
+            if (mode == ck::ClaimMode::Check)
+                ck::frontier_check_claimed(queue, priority, was);
+            if (key_less(last, was))
+                last = was;
+        }
+        SPI_freetuptable(SPI_tuptable);   // copied: a claim_wait looks many times in one call
+        return last;
+    });
+}
+
+// The queue's priorities, for a frontier not known yet; false: claim the full way.
+bool discover(Oid queue, FrontierView *view, TimestampTz moment)
+{
+    const Prepared &p = ck::queue_statement(StatementKind::Priorities, queue);
+    uint64 n = ck::execute_plan(p.plan, nullptr, nullptr, ck::Snap::Fresh);
+    int32 found[ck::frontier_max_priorities + 1];
+    for (uint64 i = 0; i < n; i++) {
+        bool isnull;
+        found[i] = DatumGetInt32(ck::result_datum(i, 1, &isnull));
+    }
+    return ck::pg_call([&] {
+        SPI_freetuptable(SPI_tuptable); return ck::frontier_discovered(queue, view, static_cast<int>(n), found, moment); });
+}
+
+// Buries expired jobs on their last attempt (they are skipped by the claim, so they would
+// otherwise linger), from the burial's frontier. Each buried job comes back if this
+// transaction aborts.
+void bury(Oid queue, const FrontierView &view, TimestampTz moment, ck::Snap snap)
+{
+    const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
+    Datum args[3] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment), TimestampTzGetDatum(view.bury_from)};
+    uint64 n = execute_in_index_order(bury, args, snap);
+    ck::pg_call([&] {
+        for (uint64 i = 0; i < n; i++) {
+            bool isnull;
+            int64 id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+            int32 priority = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+            TimestampTz was = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
+            ck::frontier_on_abort(queue, priority, FrontierKey{was, id});
+        }
+        SPI_freetuptable(SPI_tuptable);
+        if (view.mode != ck::ClaimMode::Full && n < static_cast<uint64>(ck::bury_batch))
+            ck::frontier_bury_advance(queue, view, moment);
+    });
+}
+
+// Runs one claim, its rows appended to out. Under READ COMMITTED with the library preloaded
+// it reads each known priority from its frontier (queue_frontier.cpp), with a snapshot
+// taken after the frontier was read; otherwise, and once per full_claim_interval, the whole
+// index in one statement with the snapshot `snap`. Then, when the claim came back short (or
+// every 64th claim, for a queue that never runs short), the burial.
+uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, ReturnSetInfo *out)
 {
     const Prepared &claim = ck::queue_statement(StatementKind::Claim, queue);
     Interval effective = lease ? *lease : claim.lease;
     TimestampTz moment = GetCurrentTimestamp();
-    Datum values[4] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
-                       TimestampTzGetDatum(moment)};
-    uint64 n = execute_in_index_order(claim, values, snap);
+    FrontierView view;
+    if (!IsolationUsesXactSnapshot())
+        view = ck::pg_call([&] { return ck::frontier_view(queue, moment); });
+    if (view.mode == ck::ClaimMode::Discover)
+        view.mode = discover(queue, &view, moment) ? ck::ClaimMode::Frontier : ck::ClaimMode::Full;
+    if (view.mode != ck::ClaimMode::Full)
+        snap = ck::Snap::Fresh;   // the frontier's rule: a snapshot newer than the view
+
+    uint64 n = 0;
+    const Prepared *used = &claim;
+    if (view.mode == ck::ClaimMode::Frontier) {
+        const Prepared &from = ck::queue_statement(StatementKind::ClaimFrom, queue);
+        used = &from;
+        for (int i = 0; i < view.npriorities && n < static_cast<uint64>(batch); i++) {
+            int32 want = batch - static_cast<int32>(n);
+            Datum values[7] = {Int32GetDatum(want), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
+                               TimestampTzGetDatum(moment), Int32GetDatum(view.priority[i]),
+                               TimestampTzGetDatum(view.start[i].run_at), Int64GetDatum(view.start[i].id)};
+            uint64 got = execute_in_index_order(from, values, snap);
+            FrontierKey last = take_claimed(queue, out, view.mode);
+            // Came back short: nothing claimable is left up to the moment.
+            FrontierKey to = got < static_cast<uint64>(want) ? FrontierKey{moment, PG_INT64_MIN} : last;
+            ck::pg_call([&] { ck::frontier_advance(queue, view, view.priority[i], to); });
+            n += got;
+        }
+    } else {
+        Datum values[4] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
+                           TimestampTzGetDatum(moment)};
+        n = execute_in_index_order(claim, values, snap);
+        take_claimed(queue, out, view.mode);
+    }
     // Also every 64th claim: in a queue that never runs short they would wait forever.
     if (n < static_cast<uint64>(batch) || ++claims_since_burial >= 64) {
         claims_since_burial = 0;
-        replan_if_grown(queue, claim);
-        if (may_bury(queue, claim.dead_letters)) {
-            SPITupleTable *claimed = SPI_tuptable;
-            const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
-            Datum args[2] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment)};
-            execute_in_index_order(bury, args, snap);
-            SPI_tuptable = claimed;   // the claim's rows are what the caller returns
-            SPI_processed = n;
-        }
+        replan_if_grown(queue, *used);
+        if (may_bury(queue, claim.dead_letters))
+            bury(queue, view, moment, snap);
     }
     return n;
 }
@@ -162,11 +272,11 @@ CK_FUNCTION(ck_claim)
     Oid queue = PG_GETARG_OID(0);
     int32 batch = batch_arg(fcinfo, 1);
     Interval *lease = lease_arg(fcinfo, 2);
+    ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
-    claim_once(queue, batch, lease, ck::Snap::Caller);
-    Datum result = ck::return_result_rows(fcinfo);
+    claim_once(queue, batch, lease, ck::Snap::Caller, out);
     ck::spi_finish();
-    return result;
+    return (Datum) 0;
 }
 
 // The earliest future run_at of the queue after `now` (a scheduled job, a retry, a lease
@@ -202,12 +312,13 @@ CK_FUNCTION(ck_claim_wait)
     TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(wait_us);
     bool on_commit = ck::queue_wakeup_active();
 
+    ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
     long poll_ms = 10;
     for (;;) {
         ck::pg_call([&] { ck::queue_wait_prepare(queue); });
         // Each look needs a new snapshot to see jobs committed while we wait.
-        if (claim_once(queue, batch, lease, ck::Snap::Fresh) > 0)
+        if (claim_once(queue, batch, lease, ck::Snap::Fresh, out) > 0)
             break;
         TimestampTz now = GetCurrentTimestamp();
         if (now >= deadline)
@@ -219,15 +330,11 @@ CK_FUNCTION(ck_claim_wait)
             nap_ms = std::min(nap_ms, poll_ms);
             poll_ms = std::min(poll_ms * 2, 200L);   // short looks, never a busy loop
         }
-        ck::pg_call([&] {
-            SPI_freetuptable(SPI_tuptable);
-            ck::queue_wait_sleep(std::max(nap_ms, 1L));
-        });
+        ck::pg_call([&] { ck::queue_wait_sleep(std::max(nap_ms, 1L)); });
     }
     ck::pg_call([] { ck::queue_wait_cancel(); });
-    Datum result = ck::return_result_rows(fcinfo);
     ck::spi_finish();
-    return result;
+    return (Datum) 0;
 }
 
 CK_FUNCTION(ck_complete)
@@ -237,6 +344,8 @@ CK_FUNCTION(ck_complete)
     ck::spi_connect();
     const Prepared &p = ck::queue_statement(StatementKind::Complete, a.queue);
     bool done = ck::execute_plan(p.plan, values, nullptr) == 1;
+    if (done)
+        ready_again_on_abort(a.queue, a.id, 1);
     ck::spi_finish();
     PG_RETURN_BOOL(done);
 }
@@ -250,6 +359,7 @@ CK_FUNCTION(ck_complete_and_claim)
     int32 batch = batch_arg(fcinfo, 3);
     Interval *lease = lease_arg(fcinfo, 4);
     Datum values[2] = {a.id, a.token};
+    ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
     const Prepared &complete = ck::queue_statement(StatementKind::Complete, a.queue);
     if (ck::execute_plan(complete.plan, values, nullptr) == 0)
@@ -260,10 +370,10 @@ CK_FUNCTION(ck_complete_and_claim)
                                 "current: the lease expired and the job was claimed again, or it was finished.",
                                 DatumGetInt64(a.token), DatumGetInt64(a.id), complete.qualified.c_str()),
                         "Roll back what this transaction did for the job; its new holder does it.");
-    claim_once(a.queue, batch, lease, ck::Snap::Caller);
-    Datum result = ck::return_result_rows(fcinfo);
+    ready_again_on_abort(a.queue, a.id, 1);
+    claim_once(a.queue, batch, lease, ck::Snap::Caller, out);
     ck::spi_finish();
-    return result;
+    return (Datum) 0;
 }
 
 // The length of a bigint[] argument of complete_many, which must be one-dimensional (or
@@ -303,9 +413,20 @@ CK_FUNCTION(ck_complete_many)
                         "", "Pass each job's id and the lease token its claim returned, in the same order.");
     Datum values[2] = {PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
     ck::spi_connect();
-    const Prepared &p = ck::queue_statement(StatementKind::CompleteMany, PG_GETARG_OID(0));
+    Oid queue = PG_GETARG_OID(0);
+    const Prepared &p = ck::queue_statement(StatementKind::CompleteMany, queue);
     ck::execute_plan(p.plan, values, nullptr);
-    Datum result = ck::return_result_rows(fcinfo);
+    ck::pg_call([&] {
+        for (uint64 i = 0; i < SPI_processed; i++) {
+            bool isnull;
+            HeapTuple row = SPI_tuptable->vals[i];
+            int64 id = DatumGetInt64(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
+            int32 priority = DatumGetInt32(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
+            TimestampTz was = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull));
+            ck::frontier_on_abort(queue, priority, FrontierKey{was, id});
+        }
+    });
+    Datum result = ck::return_result_rows(fcinfo, 1);
     ck::spi_finish();
     return result;
 }
@@ -322,6 +443,7 @@ CK_FUNCTION(ck_extend_lease)
         ck::spi_finish();
         PG_RETURN_NULL();
     }
+    ready_again_on_abort(a.queue, a.id, 2);
     bool isnull;
     Datum until = ck::result_datum(0, 1, &isnull);
     ck::spi_finish();
@@ -345,6 +467,7 @@ CK_FUNCTION(ck_fail)
         ck::spi_finish();
         PG_RETURN_TEXT_P(cstring_to_text("lost"));
     }
+    ready_again_on_abort(a.queue, a.id, 2);
     bool isnull;
     int32 attempts = DatumGetInt32(ck::result_datum(0, 1, &isnull));
     const char *outcome;
@@ -360,7 +483,13 @@ CK_FUNCTION(ck_fail)
         Datum values[4] = {a.id, IntervalPGetDatum(&delay), error, TimestampTzGetDatum(GetCurrentTimestamp())};
         char nulls[4] = {' ', ' ', error_null, ' '};
         ck::execute_plan(retry.plan, values, nulls);
-        ck::pg_call([&] { ck::queue_mark_ready(a.queue); });   // its waiters learn the retry time
+        ck::pg_call([&] {
+            ck::queue_mark_ready(a.queue);   // its waiters learn the retry time
+            bool null_col;
+            int32 priority = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &null_col));
+            TimestampTz at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &null_col));
+            ck::frontier_on_commit(a.queue, priority, FrontierKey{at, DatumGetInt64(a.id)});
+        });
         outcome = "retry";
     }
     ck::spi_finish();

@@ -9,6 +9,9 @@ namespace ck {
 // Longest batch a claim may ask for.
 constexpr int32 max_claim_batch = 10000;
 
+// Most jobs a claim buries at a time.
+constexpr int bury_batch = 100;
+
 // The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors
 // when relid is not a table registered by ck.create_queue.
 const Prepared &queue_statement(StatementKind kind, Oid relid);

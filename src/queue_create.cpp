@@ -2,6 +2,7 @@
 // table and its row in ck.queues. Also the trigger that drops cached plans when a row of
 // ck.queues changes.
 #include "args.hpp"
+#include "queue_frontier.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -52,6 +53,16 @@ Placement place(const char *queue)
 const char *qualified(const char *schema, const char *name)
 {
     return ck::pg_call([&] { return quote_qualified_identifier(schema, name); });
+}
+
+// Whether the installed version of the extension has the trigger function ck.<name>() (the
+// library may be newer than the SQL objects until ALTER EXTENSION ... UPDATE).
+bool has_trigger_function(const char *name)
+{
+    return ck::pg_call([&] {
+        List *qualified = list_make2(makeString(pstrdup("ck")), makeString(pstrdup(name)));
+        return OidIsValid(LookupFuncName(qualified, 0, nullptr, true));
+    });
 }
 
 } // namespace
@@ -106,15 +117,16 @@ CK_FUNCTION(ck_create_queue)
     ck::execute_sql(("CREATE INDEX ON " + dead + " (died_at)").c_str());
     ck::execute_sql(("COMMENT ON TABLE " + q + " IS 'concurrency_kit queue; dead letters in " +
                      at.dead + "'").c_str());
-    // Waiters in ck.claim_wait wake when a statement that inserted jobs commits. (A database
+    // Waiters in ck.claim_wait wake when a statement that inserted jobs commits, and the claim
+    // frontier learns the jobs' keys from the transition table. (A database
     // still at 0.1.0 runs this library without ck.queue_ready: its upgrade adds the trigger.)
-    bool wakeup_trigger = ck::pg_call([] {
-        List *name = list_make2(makeString(pstrdup("ck")), makeString(pstrdup("queue_ready")));
-        return OidIsValid(LookupFuncName(name, 0, nullptr, true));
-    });
-    if (wakeup_trigger)
+    if (has_trigger_function("queue_ready"))
         ck::execute_sql(("CREATE TRIGGER ck_ready AFTER INSERT ON " + q +
-                         " FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_ready()").c_str());
+                         " REFERENCING NEW TABLE AS ck_new FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_ready()").c_str());
+    // Plain UPDATEs and DELETEs of jobs make the claim frontier start over. (Only from 0.2.2 on.)
+    if (has_trigger_function("queue_changed"))
+        ck::execute_sql(("CREATE TRIGGER ck_changed BEFORE UPDATE OR DELETE ON " + q +
+                         " FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_changed()").c_str());
     if (notify)
         ck::execute_sql(("CREATE TRIGGER ck_notify AFTER INSERT ON " + q +
                          " FOR EACH STATEMENT EXECUTE FUNCTION ck.notify_queue()").c_str());
@@ -135,7 +147,8 @@ CK_FUNCTION(ck_create_queue)
     PG_RETURN_OID(relid);
 }
 
-// AFTER UPDATE OR DELETE on ck.queues: plans built from the old settings are dropped.
+// AFTER UPDATE OR DELETE on ck.queues: plans built from the old settings are dropped, and so
+// is the claim frontier.
 CK_FUNCTION(ck_queues_changed)
 {
     ck::pg_call([&] {
@@ -148,6 +161,8 @@ CK_FUNCTION(ck_queues_changed)
         Oid relid = DatumGetObjectId(queue);
         if (!isnull && get_rel_relkind(relid) != '\0')
             CacheInvalidateRelcacheByRelid(relid);
+        if (!isnull)
+            ck::frontier_reset_at_end(relid);   // e.g. a higher max_attempts makes skipped jobs claimable
     });
     // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
     return PointerGetDatum(static_cast<HeapTuple>(nullptr));

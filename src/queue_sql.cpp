@@ -3,6 +3,7 @@
 #include "boundary.hpp"
 #include "qualify.hpp"
 #include "queue.hpp"
+#include "queue_frontier.hpp"
 #include "relation.hpp"
 #include "spi.hpp"
 
@@ -52,7 +53,7 @@ QueueRow read_queue_row(Oid relid)
 // One statement's SQL, parameter types and planner options.
 struct Statement {
     std::string sql;
-    Oid types[4];
+    Oid types[7];
     int nargs;
     int cursor_options;
 };
@@ -86,36 +87,53 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         return {"INSERT INTO " + q + " (payload, run_at, priority) VALUES ($1, $2, $3) RETURNING id",
                 {JSONBOID, TIMESTAMPTZOID, INT4OID}, 3, 0};
     case StatementKind::Claim:
+    case StatementKind::ClaimFrom: {
         // One statement: pick ready jobs in order, skipping rows other claimers hold, and
-        // lease them. run_at becomes the lease end, so an expired lease is ready again.
-        // (= ANY(ARRAY(...)) keeps the update on the primary key whatever LIMIT $1 is.)
-        return {"UPDATE " + q + " SET lease_token = pg_catalog.nextval('ck.lease_tokens'::pg_catalog.regclass), "
-                "run_at = $4" CK_OP("+") "$2, attempts = attempts" CK_OP("+") "1 "
-                "WHERE id" EQ "ANY (ARRAY(SELECT id FROM " + q + " WHERE run_at" CK_OP("<=") "$4 AND attempts"
-                CK_OP("<") "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)) "
-                "RETURNING id, lease_token, attempts, payload, run_at",
-                {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID}, 4, generic_fast};
+        // lease them. run_at becomes the lease end, so an expired lease is ready again. Each
+        // row also returns the key it was claimed at (its old priority and run_at), which the
+        // frontier needs. ClaimFrom reads one priority from its frontier ($5, $6, $7): with
+        // the priority fixed, run_at <= $4 ends the scan, and the row comparison starts it
+        // at (run_at, id) itself (not at the first of many jobs enqueued with one run_at).
+        std::string where = kind == StatementKind::Claim
+            ? std::string("run_at" CK_OP("<=") "$4")
+            : "priority" EQ "$5 AND (run_at, id)" CK_OP(">=") "($6, $7) AND run_at" CK_OP("<=") "$4";
+        Statement st{"UPDATE " + q + " AS j SET lease_token = pg_catalog.nextval('ck.lease_tokens'::pg_catalog.regclass), "
+                     "run_at = $4" CK_OP("+") "$2, attempts = j.attempts" CK_OP("+") "1 "
+                     "FROM (SELECT id, priority, run_at FROM " + q + " WHERE " + where + " AND attempts" CK_OP("<")
+                     "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS c WHERE j.id" EQ "c.id "
+                     "RETURNING j.id, j.lease_token, j.attempts, j.payload, j.run_at, c.priority, c.run_at",
+                     {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, INT8OID},
+                     kind == StatementKind::Claim ? 4 : 7, generic_fast};
+        return st;
+    }
+    case StatementKind::Priorities:
+        // At most one more than the frontier keeps, which says there are too many.
+        return {priorities + " SELECT priority FROM priorities WHERE priority IS NOT NULL LIMIT " +
+                    std::to_string(frontier_max_priorities + 1),
+                {}, 0, 0};
     case StatementKind::Bury:
         return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "ANY (ARRAY(SELECT id FROM " + q +
-                " WHERE lease_token IS NOT NULL AND run_at" CK_OP("<=") "$2 AND attempts" CK_OP(">=") "$1 "
-                "ORDER BY run_at LIMIT 100 FOR UPDATE SKIP LOCKED)) RETURNING *) "
+                " WHERE lease_token IS NOT NULL AND run_at" CK_OP(">=") "$3 AND run_at" CK_OP("<=") "$2 AND attempts"
+                CK_OP(">=") "$1 ORDER BY run_at LIMIT " + std::to_string(bury_batch) + " FOR UPDATE SKIP LOCKED)) RETURNING *) "
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, "
-                "'lease expired on the last attempt' FROM buried AS b",
-                {INT4OID, TIMESTAMPTZOID}, 2, generic_fast};
+                "'lease expired on the last attempt' FROM buried AS b "
+                "RETURNING id, (job" CK_OP("->>") "'priority')::pg_catalog.int4, (job" CK_OP("->>") "'run_at')::pg_catalog.timestamptz",
+                {INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}, 3, generic_fast};
     case StatementKind::Complete:
-        return {"DELETE FROM " + q + " WHERE id" EQ "$1 AND " + token_is, {INT8OID, INT8OID}, 2, 0};
+        return {"DELETE FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " RETURNING priority, run_at",
+                {INT8OID, INT8OID}, 2, 0};
     case StatementKind::CompleteMany:
         // Pairs matched on the primary key; a pair whose token is stale matches nothing.
         return {"DELETE FROM " + q + " AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS a(id, lease_token) "
-                "WHERE j.id" EQ "a.id AND (j.lease_token" EQ "a.lease_token) IS TRUE RETURNING j.id",
+                "WHERE j.id" EQ "a.id AND (j.lease_token" EQ "a.lease_token) IS TRUE RETURNING j.id, j.priority, j.run_at",
                 {INT8ARRAYOID, INT8ARRAYOID}, 2, 0};
     case StatementKind::FailLock:
-        return {"SELECT attempts FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " FOR UPDATE",
+        return {"SELECT attempts, priority, run_at FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " FOR UPDATE",
                 {INT8OID, INT8OID}, 2, 0};
     case StatementKind::FailRetry:
         return {"UPDATE " + q + " SET lease_token = NULL, run_at = $4" CK_OP("+") "$2, last_error = $3 "
-                "WHERE id" EQ "$1",
+                "WHERE id" EQ "$1 RETURNING priority, run_at",
                 {INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID}, 4, 0};
     case StatementKind::FailDead:
         return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *) "
@@ -123,8 +141,9 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, $2 FROM buried AS b",
                 {INT8OID, TEXTOID}, 2, 0};
     case StatementKind::ExtendLease:
-        return {"UPDATE " + q + " SET run_at = $4" CK_OP("+") "$3 WHERE id" EQ "$1 AND " + token_is +
-                " RETURNING run_at",
+        // o is the row as it was: where the job is ready again if this transaction aborts.
+        return {"UPDATE " + q + " AS j SET run_at = $4" CK_OP("+") "$3 FROM " + q + " AS o WHERE j.id" EQ "$1 AND o.id"
+                EQ "$1 AND (j.lease_token" EQ "$2) IS TRUE RETURNING j.run_at, o.priority, o.run_at",
                 {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}, 4, 0};
     case StatementKind::RetryDead:
         return {"WITH revived AS (DELETE FROM " + dead + " WHERE id" EQ "$1 RETURNING job) "
@@ -216,7 +235,7 @@ const Prepared &queue_statement(StatementKind kind, Oid relid)
         p.max_attempts = row.max_attempts;
         p.lease = row.lease;
         p.dead_letters = row.dead_letters;
-        if (kind == StatementKind::Claim)
+        if (kind == StatementKind::Claim || kind == StatementKind::ClaimFrom)
             p.planned_blocks = table_blocks(relid);
         return p;
     });

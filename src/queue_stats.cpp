@@ -1,8 +1,15 @@
 // ck.queue_stats: counts for dashboards, from index ranges that stay small (see the Stats
-// statement in queue_sql.cpp for what is exact and what is estimated).
+// statement in queue_sql.cpp for what is exact and what is estimated); ck.claim_frontier.
 #include "args.hpp"
 #include "queue.hpp"
+#include "queue_frontier.hpp"
 #include "spi.hpp"
+
+extern "C" {
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+}
 
 CK_FUNCTION(ck_queue_stats)
 {
@@ -20,4 +27,35 @@ CK_FUNCTION(ck_queue_stats)
     });
     ck::spi_finish();
     return row;
+}
+
+// ck.claim_frontier(queue): where each known priority's claims start reading the claim index
+// (run_at and id NULL: at its beginning). No rows while the frontier is not known: the
+// library is not preloaded, nothing was claimed since the server started, it was reset, or
+// the queue has more priorities than it keeps (see queue_frontier.cpp).
+CK_FUNCTION(ck_claim_frontier)
+{
+    ck::require_arg(fcinfo, 0, "queue");
+    Oid queue = PG_GETARG_OID(0);
+    ck::pg_call([&] {
+        AclResult acl = pg_class_aclcheck(queue, GetUserId(), ACL_SELECT);
+        if (acl != ACLCHECK_OK)
+            aclcheck_error(acl, OBJECT_TABLE, get_rel_name(queue));
+    });
+    ck::spi_connect();
+    (void) ck::queue_statement(ck::StatementKind::Priorities, queue);   // raises unless a queue
+    ck::spi_finish();
+    ck::FrontierView view;
+    bool known = ck::pg_call([&] { return ck::frontier_read(queue, &view); });
+    ck::pg_call([&] {
+        ReturnSetInfo *rsinfo = ck::begin_result_set(fcinfo);
+        for (int i = 0; known && i < view.npriorities; i++) {
+            bool at_start = view.start[i].run_at == DT_NOBEGIN;
+            Datum values[3] = {Int32GetDatum(view.priority[i]), TimestampTzGetDatum(view.start[i].run_at),
+                               Int64GetDatum(view.start[i].id)};
+            bool nulls[3] = {false, at_start, at_start};
+            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        }
+    });
+    return (Datum) 0;
 }

@@ -2,6 +2,7 @@
 // of queues to wake, and the trigger ck.queue_ready that every queue carries.
 #include "queue_wakeup.hpp"
 #include "boundary.hpp"
+#include "queue_frontier.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -172,14 +173,17 @@ void queue_wait_cancel()
 
 } // namespace ck
 
-// AFTER INSERT FOR EACH STATEMENT on every queue: the inserted jobs' waiters wake at commit.
+// AFTER INSERT FOR EACH STATEMENT on every queue (REFERENCING NEW TABLE): the inserted jobs'
+// waiters wake at commit, and the claim frontier learns where the jobs are.
 CK_FUNCTION(ck_queue_ready)
 {
     ck::pg_call([&] {
         if (!CALLED_AS_TRIGGER(fcinfo))
             ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
                             errmsg("ck.queue_ready must be called as a trigger")));
-        ck::queue_mark_ready(RelationGetRelid(((TriggerData *) fcinfo->context)->tg_relation));
+        TriggerData *trigger = (TriggerData *) fcinfo->context;
+        ck::queue_mark_ready(RelationGetRelid(trigger->tg_relation));
+        ck::frontier_on_insert(trigger);
     });
     // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
     return PointerGetDatum(static_cast<HeapTuple>(nullptr));

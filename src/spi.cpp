@@ -104,13 +104,26 @@ ReturnSetInfo *begin_result_set(FunctionCallInfo fcinfo)
     return rsinfo;
 }
 
-Datum return_result_rows(FunctionCallInfo fcinfo)
+void append_result_rows(ReturnSetInfo *rsinfo, int ncols)
 {
-    pg_call([&] {
-        ReturnSetInfo *rsinfo = begin_result_set(fcinfo);
+    if (ncols < 0 || ncols == SPI_tuptable->tupdesc->natts) {
         for (uint64 i = 0; i < SPI_processed; i++)
             tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
-    });
+        return;
+    }
+    Datum *values = static_cast<Datum *>(palloc(sizeof(Datum) * SPI_tuptable->tupdesc->natts));
+    bool *nulls = static_cast<bool *>(palloc(sizeof(bool) * SPI_tuptable->tupdesc->natts));
+    for (uint64 i = 0; i < SPI_processed; i++) {
+        heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, values, nulls);
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+    pfree(values);
+    pfree(nulls);
+}
+
+Datum return_result_rows(FunctionCallInfo fcinfo, int ncols)
+{
+    pg_call([&] { append_result_rows(begin_result_set(fcinfo), ncols); });
     return (Datum) 0;
 }
 

@@ -39,8 +39,12 @@ namespace ck {
 // declared columns in setDesc). Raises like pg_call's callees: call it inside pg_call.
 ReturnSetInfo *begin_result_set(FunctionCallInfo fcinfo);
 
+// Appends every row of the last execution to the result set, the first ncols columns of
+// each (all with -1), which must match the declared result columns. Inside pg_call.
+void append_result_rows(ReturnSetInfo *rsinfo, int ncols = -1);
+
 // Returns every row of the last execution as the set-returning function's result
-// (materialize mode); the rows must match the function's declared result columns.
-Datum return_result_rows(FunctionCallInfo fcinfo);
+// (materialize mode), as append_result_rows does.
+Datum return_result_rows(FunctionCallInfo fcinfo, int ncols = -1);
 
 } // namespace ck

@@ -249,6 +249,7 @@ FUNCS = {
                                           BAD_BIGINTS)], False, False),
     "purge_dead": (lambda: [queue(), iv()], False, False),
     "queue_stats": (lambda: [queue()], False, False),
+    "claim_frontier": (lambda: [queue()], True, False),
     "lock_namespace": (lambda: [pick(NS_NAMES, BAD_NS_NAMES)], False, False),
     "xact_lock": (lambda: opt([ns()], lambda: pick(LOCK_KEYS, BAD_LOCK_KEYS), iv), False, False),
     "try_xact_lock": (lambda: opt([ns()], lambda: pick(LOCK_KEYS, BAD_LOCK_KEYS)), False, False),

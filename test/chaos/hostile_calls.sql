@@ -382,6 +382,10 @@ SELECT ck.queue_stats(0); -- expect: 42P01
 SELECT ck.queue_stats('stock'); -- expect: 42809
 SELECT ck.queue_stats(:'other_q'); -- expect: 42501|0A000
 SELECT dead FROM ck.queue_stats('mail'); -- expect: = 5
+SELECT ck.claim_frontier(NULL); -- expect: 22004
+SELECT ck.claim_frontier(0); -- expect: 42P01
+SELECT ck.claim_frontier('stock'); -- expect: 42809
+SELECT ck.claim_frontier(:'other_q'); -- expect: 42501|0A000
 -- the queue's dead-letter table is gone
 BEGIN; DROP TABLE mail_dead; SELECT ck.fail('mail', -1, -1); ROLLBACK; -- expect: 42P01
 BEGIN; DROP TABLE mail_dead; SELECT ck.queue_stats('mail'); ROLLBACK; -- expect: 42P01

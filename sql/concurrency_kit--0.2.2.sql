@@ -1,4 +1,4 @@
--- concurrency_kit 0.2.1: install script. Every function runs as the caller (SECURITY
+-- concurrency_kit 0.2.2: install script. Every function runs as the caller (SECURITY
 -- INVOKER); tables are regclass, columns name. No function carries a SET clause: everything
 -- the extension runs is immune to the caller's search_path by construction (relations
 -- printed from their OIDs, operators written OPERATOR(pg_catalog.op) or the type's own
@@ -125,7 +125,12 @@ COMMENT ON FUNCTION ck.notify_queue() IS
 CREATE FUNCTION ck.queue_ready() RETURNS trigger
 LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queue_ready';
 COMMENT ON FUNCTION ck.queue_ready() IS
-'statement trigger of every queue (AFTER INSERT): wakes the queue''s ck.claim_wait waiters when the transaction commits (with the library preloaded)';
+'statement trigger of every queue (AFTER INSERT, REFERENCING NEW TABLE): wakes the queue''s ck.claim_wait waiters when the transaction commits, and tells the claim frontier where the new jobs are (with the library preloaded)';
+
+CREATE FUNCTION ck.queue_changed() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queue_changed';
+COMMENT ON FUNCTION ck.queue_changed() IS
+'statement trigger of every queue (BEFORE UPDATE OR DELETE): an UPDATE or DELETE not issued by the extension''s functions makes the claim frontier start over when its transaction ends';
 
 CREATE FUNCTION ck.claim_wait_mode()
 RETURNS text
@@ -255,6 +260,13 @@ LANGUAGE c STABLE PARALLEL RESTRICTED SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_queue_stats';
 COMMENT ON FUNCTION ck.queue_stats(regclass) IS
 'job counts: running, expired, scheduled and dead exact; ready exact up to 10,000, estimated beyond (ready_estimated)';
+
+CREATE FUNCTION ck.claim_frontier(queue regclass)
+RETURNS TABLE (priority integer, run_at timestamptz, id bigint)
+LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER ROWS 4
+AS 'MODULE_PATHNAME', 'ck_claim_frontier';
+COMMENT ON FUNCTION ck.claim_frontier(regclass) IS
+'where claims of each priority start reading the claim index (NULL run_at: at its beginning); no rows while the frontier is not known (library not preloaded, no claim yet, reset, more than 16 priorities)';
 
 ------------------------------------------------------------------------------------------
 -- Advisory locks keyed by (int4, int4), never hashed
