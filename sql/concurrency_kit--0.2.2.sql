@@ -266,7 +266,7 @@ RETURNS TABLE (priority integer, run_at timestamptz, id bigint)
 LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER ROWS 4
 AS 'MODULE_PATHNAME', 'ck_claim_frontier';
 COMMENT ON FUNCTION ck.claim_frontier(regclass) IS
-'where claims of each priority start reading the claim index (NULL run_at: at its beginning); no rows while the frontier is not known (library not preloaded, no claim yet, reset, more than 16 priorities)';
+'where claims of each priority start reading the claim index, (run_at, id) on (NULL run_at: at its beginning; NULL id: from the first job of run_at); no rows while the frontier is not known (library not preloaded, no claim yet, reset, more than 16 priorities)';
 
 ------------------------------------------------------------------------------------------
 -- Advisory locks keyed by (int4, int4), never hashed

@@ -115,10 +115,10 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "ANY (ARRAY(SELECT id FROM " + q +
                 " WHERE lease_token IS NOT NULL AND run_at" CK_OP(">=") "$3 AND run_at" CK_OP("<=") "$2 AND attempts"
                 CK_OP(">=") "$1 ORDER BY run_at LIMIT " + std::to_string(bury_batch) + " FOR UPDATE SKIP LOCKED)) RETURNING *) "
-                "INSERT INTO " + dead + " (id, job, attempts, last_error) "
+                ", dead AS (INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, "
-                "'lease expired on the last attempt' FROM buried AS b "
-                "RETURNING id, (job" CK_OP("->>") "'priority')::pg_catalog.int4, (job" CK_OP("->>") "'run_at')::pg_catalog.timestamptz",
+                "'lease expired on the last attempt' FROM buried AS b) "
+                "SELECT id, priority, run_at FROM buried",
                 {INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}, 3, generic_fast};
     case StatementKind::Complete:
         return {"DELETE FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " RETURNING priority, run_at",

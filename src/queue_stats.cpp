@@ -30,7 +30,7 @@ CK_FUNCTION(ck_queue_stats)
 }
 
 // ck.claim_frontier(queue): where each known priority's claims start reading the claim index
-// (run_at and id NULL: at its beginning). No rows while the frontier is not known: the
+// (run_at NULL: at its beginning; id NULL: at the first job of that run_at). No rows while the frontier is not known: the
 // library is not preloaded, nothing was claimed since the server started, it was reset, or
 // the queue has more priorities than it keeps (see queue_frontier.cpp).
 CK_FUNCTION(ck_claim_frontier)
@@ -51,9 +51,10 @@ CK_FUNCTION(ck_claim_frontier)
         ReturnSetInfo *rsinfo = ck::begin_result_set(fcinfo);
         for (int i = 0; known && i < view.npriorities; i++) {
             bool at_start = view.start[i].run_at == DT_NOBEGIN;
+            bool any_id = view.start[i].id == PG_INT64_MIN;
             Datum values[3] = {Int32GetDatum(view.priority[i]), TimestampTzGetDatum(view.start[i].run_at),
                                Int64GetDatum(view.start[i].id)};
-            bool nulls[3] = {false, at_start, at_start};
+            bool nulls[3] = {false, at_start, any_id};
             tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
         }
     });

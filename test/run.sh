@@ -194,7 +194,7 @@ run_tests() {
     # claim_wait polls: the same answers, within its own bounds.
     bash "$here/cluster.sh" preload off
     suite "isolation, not preloaded" count_regress make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= \
-        ISOLATION="queue_wait_wakeup queue_claim queue_complete_and_claim" || show_failure output_iso/regression.diffs
+        ISOLATION="queue_wait_wakeup queue_claim queue_complete_and_claim queue_frontier" || show_failure output_iso/regression.diffs
     suite "test/client/claim_wait.sh, not preloaded" count_tap test/client/claim_wait.sh || show_failure
     bash "$here/cluster.sh" preload on
     totals

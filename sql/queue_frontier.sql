@@ -1,0 +1,104 @@
+-- The claim frontier (the suite runs with the library preloaded): where each priority's
+-- claims start, the order they keep, what makes the frontier start over, and the periodic full
+-- claim that finds what no trigger saw. The concurrent cases are test/specs/queue_frontier.spec.
+SET concurrency_kit.full_claim_interval = '1h';
+SELECT ck.create_queue('fq') IS NOT NULL AS created;
+SELECT count(*) AS known_before_any_claim FROM ck.claim_frontier('fq');
+INSERT INTO fq (id, priority, run_at) VALUES (1, 0, now() - interval '3 minutes'), (2, 0, now() - interval '2 minutes'),
+    (3, 1, now() - interval '1 minute'), (4, 0, now() + interval '1 hour'), (5, -1, now() - interval '1 second');
+
+-- Claims go by priority, then run_at, then id, across priorities as within one.
+SELECT id FROM ck.claim('fq', 1);
+SELECT priority, run_at IS NULL AS at_start, id FROM ck.claim_frontier('fq') ORDER BY priority;
+SELECT array_agg(id) AS next_three FROM ck.claim('fq', 3);
+-- Priority -1 and 0 came back short: their frontier is the claim's moment (any id); 1 is at job 3.
+SELECT priority, run_at > now() - interval '1 second' AS at_moment, id FROM ck.claim_frontier('fq') ORDER BY priority;
+SELECT count(*) AS claimable_left FROM ck.claim('fq', 10);
+
+-- A claim under REPEATABLE READ reads the whole index with its transaction's snapshot and
+-- moves no frontier.
+INSERT INTO fq (id, priority, run_at) VALUES (6, 0, now() - interval '10 minutes');
+CREATE TEMP TABLE before_rr AS SELECT * FROM ck.claim_frontier('fq');
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT id FROM ck.claim('fq', 5);
+SELECT count(*) AS frontier_unchanged FROM ck.claim_frontier('fq') NATURAL JOIN before_rr;
+COMMIT;
+
+-- A plain UPDATE of jobs (here: job 4 made due, below every frontier) forgets the frontier when
+-- its transaction ends; the next claim finds the priorities again and job 4.
+BEGIN;
+UPDATE fq SET run_at = now() - interval '1 day' WHERE id = 4;
+SELECT count(*) AS known_in_the_transaction FROM ck.claim_frontier('fq');
+COMMIT;
+SELECT count(*) AS known_after_commit FROM ck.claim_frontier('fq');
+SELECT id FROM ck.claim('fq', 5);
+SELECT priority FROM ck.claim_frontier('fq') ORDER BY priority;
+-- So does a rolled-back one (the rows it locked were passed by other claims meanwhile).
+BEGIN;
+DELETE FROM fq WHERE id = 1;
+ROLLBACK;
+SELECT count(*) AS known_after_rollback FROM ck.claim_frontier('fq');
+SELECT count(*) AS claimable FROM ck.claim('fq');
+
+-- So does a change of the queue's settings (a higher max_attempts makes skipped jobs claimable).
+SELECT count(*) > 0 AS known FROM ck.claim_frontier('fq');
+UPDATE ck.queues SET max_attempts = 6 WHERE queue = 'fq'::regclass;
+SELECT count(*) AS known_after_settings FROM ck.claim_frontier('fq');
+
+-- Jobs inserted through a trigger without a transition table (as before 0.2.2): no key to
+-- learn, so the frontier starts over.
+SELECT count(*) FROM ck.claim('fq');
+SELECT count(*) > 0 AS known FROM ck.claim_frontier('fq');
+DROP TRIGGER ck_ready ON fq;
+CREATE TRIGGER ck_ready AFTER INSERT ON fq FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_ready();
+INSERT INTO fq (id) VALUES (7);
+SELECT count(*) AS known_after_insert FROM ck.claim_frontier('fq');
+SELECT id FROM ck.claim('fq');
+DROP TRIGGER ck_ready ON fq;
+CREATE TRIGGER ck_ready AFTER INSERT ON fq REFERENCING NEW TABLE AS ck_new FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_ready();
+
+-- What no trigger sees (here: triggers off under session_replication_role = replica, job 2's
+-- lease handed back by hand, below the frontier) the periodic full claim finds; finding it,
+-- it forgets the frontier.
+SELECT count(*) FROM ck.claim('fq', 10);
+SET session_replication_role = replica;
+UPDATE fq SET run_at = now() - interval '1 day', lease_token = NULL WHERE id = 2;
+RESET session_replication_role;
+SELECT count(*) AS missed_by_the_frontier FROM ck.claim('fq');
+SET concurrency_kit.full_claim_interval = '1ms';
+SELECT pg_sleep(0.005);
+SELECT id AS found_by_the_full_claim FROM ck.claim('fq');
+SELECT count(*) AS known_after_the_find FROM ck.claim_frontier('fq');
+SET concurrency_kit.full_claim_interval = '1h';
+
+-- More priorities than the frontier keeps (16): every claim reads the whole index, in order.
+TRUNCATE fq;
+INSERT INTO fq (priority) SELECT 20 - g FROM generate_series(1, 17) AS g;
+SELECT array_agg(p.priority ORDER BY c.n) AS priorities_in_claim_order
+FROM ck.claim('fq', 4) WITH ORDINALITY AS c (id, lease_token, attempt, payload, lease_until, n) JOIN fq AS p ON p.id = c.id;
+SELECT count(*) AS known_with_17_priorities FROM ck.claim_frontier('fq');
+
+-- full_claim_interval = 0 turns the frontier off for the session's claims.
+TRUNCATE fq;
+SET concurrency_kit.full_claim_interval = 0;
+INSERT INTO fq DEFAULT VALUES;
+SELECT count(*) AS claimed FROM ck.claim('fq');
+RESET concurrency_kit.full_claim_interval;
+SELECT setting, unit FROM pg_settings WHERE name = 'concurrency_kit.full_claim_interval';
+SELECT test.outcome($$SET concurrency_kit.full_claim_interval = -1$$);
+SELECT test.outcome($$SET concurrency_kit.no_such_setting = 1$$);
+
+-- Errors.
+SELECT test.outcome($$SELECT * FROM ck.claim_frontier(NULL)$$);
+CREATE TABLE frontier_plain (id int);
+SELECT test.outcome($$SELECT * FROM ck.claim_frontier('frontier_plain')$$);
+CREATE ROLE frontier_reader;
+GRANT USAGE ON SCHEMA test TO frontier_reader;
+SET ROLE frontier_reader;
+SELECT test.outcome($$SELECT * FROM ck.claim_frontier('fq')$$);
+RESET ROLE;
+REVOKE USAGE ON SCHEMA test FROM frontier_reader;
+DROP ROLE frontier_reader;
+SELECT test.outcome($$SELECT ck.queue_changed()$$);
+DROP TABLE frontier_plain;
+SELECT ck.drop_queue('fq');
