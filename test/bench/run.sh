@@ -102,6 +102,30 @@ queue_cell() {
     rm -r "$logs"
 }
 
+# separate_cell CLIENTS SYNC: throughput as a user sees it. The seed, ck.claim + ck.complete and
+# ck.complete_and_claim, each on its own queue refilled before each of its runs; 3 rounds, the order rotating (seed
+# first, then ck first, then c&c first). A table row with the median jobs/s of each, the median of the rounds' ratios
+# to the seed, and the mixed-run latency ratios (seed/ck, seed/c&c) beside them.
+separate_cell() {
+    local clients=$1 sync=$2 round i mixed_ck mixed_cac
+    local -a scripts=(queue_handwritten.sql queue_ck.sql queue_cac.sql) order tps
+    local -A runs=()
+    for round in 0 1 2; do
+        order=("${scripts[@]:round}" "${scripts[@]:0:round}")
+        read -r -a tps <<<"$(mean_tps queue_setup.sql "$clients" "$sync" -D job=0 -D token=0 "${order[@]}")"
+        for i in 0 1 2; do runs[${order[i]}]+=" ${tps[i]}"; done
+    done
+    mixed_ck=$(mixed_ratio queue_setup.sql "$clients" "$sync" queue_handwritten.sql queue_ck.sql)
+    mixed_cac=$(mixed_ratio queue_setup.sql "$clients" "$sync" queue_handwritten.sql queue_cac.sql -D job=0 -D token=0)
+    awk -v c="$clients" -v s="$sync" -v seed="${runs[queue_handwritten.sql]}" -v ck="${runs[queue_ck.sql]}" \
+        -v cac="${runs[queue_cac.sql]}" -v mck="$mixed_ck" -v mcac="$mixed_cac" '
+        function median(list, a, n) { n = split(list, a, " "); asort(a); return a[int((n + 1) / 2)] }
+        BEGIN { split(seed, b, " "); split(ck, k, " "); split(cac, w, " ")
+                for (i = 1; i <= 3; i++) { rk = rk " " k[i] / b[i]; rw = rw " " w[i] / b[i] }
+                printf "| %d | %s | %d | %d | %d | %.2f | %.2f | %s | %s |\n", c, s, median(seed), median(ck), median(cac),
+                       median(rk), median(rw), mck, mcac }' | out
+}
+
 # index_counts INDEX: "scans entries pages" so far of INDEX: its scans, the entries they read (pg_stat_user_indexes)
 # and the pages they read (pg_statio_user_indexes).
 index_counts() {
@@ -320,6 +344,29 @@ EOF
 for clients in 1 4 8 16; do
     for sync in on off; do
         queue_cell "$clients" "$sync"
+    done
+done
+fi
+
+if wanted separate; then
+out <<EOF
+
+## Queue: throughput in separate runs
+
+What a user sees who runs one queue: each system alone on its own queue, refilled to $backlog jobs
+(and vacuumed) before each of its runs of ${seconds} s, one job per transaction; 3 rounds, the order
+rotating (seed first, then ck, then c&c); the median jobs/s of each and the median of the rounds'
+ratios to the seed. **seed**: \`UPDATE ... (SELECT ... FOR UPDATE SKIP LOCKED)\` + \`DELETE\`; **ck**:
+\`ck.claim\` + \`ck.complete\`; **c&c**: one \`ck.complete_and_claim\` per job. Beside them the mixed-run
+latency ratios (seed/ck, seed/c&c: > 1, ck is faster), which share the garbage of one run between
+two tables and so hide what it costs.
+
+| clients | sync_commit | seed jobs/s | ck jobs/s | c&c jobs/s | ck/seed | c&c/seed | mixed seed/ck | mixed seed/c&c |
+|---:|---|---:|---:|---:|---:|---:|---:|---:|
+EOF
+for clients in 1 4 16; do
+    for sync in off on; do
+        separate_cell "$clients" "$sync"
     done
 done
 fi

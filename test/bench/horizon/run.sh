@@ -232,13 +232,13 @@ SQL
             }
             seen = 1; t = $1; d0 = del; s0 = $4; e0 = $5; b0 = $6
         }' "$data/samples_$tag.dat" >"$data/horizon_$tag.dat"
-    printf -- '-- jobs/s clean | last pin minute | share:%s\n' "$(summary_row "$variant" "$system" | cut -d'|' -f3-5)"
+    printf -- '-- jobs/s clean | last pin minute | share of clean | of offered:%s\n' "$(summary_row "$variant" "$system" | cut -d'|' -f3-6)"
 }
 
 # summary_row VARIANT SYSTEM: one row of the report's table.
 summary_row() {
     local tag=$1_$2
-    awk -v name="${label[$2]}" -v c="$clean" -v p="$pin" -v r="$recover" -v ph="$data/phase_$tag.dat" '
+    awk -v name="${label[$2]}" -v c="$clean" -v p="$pin" -v r="$recover" -v rate="$rate" -v ph="$data/phase_$tag.dat" '
         BEGIN { while ((getline line < ph) > 0) { split(line, f, " "); q[f[1]] = f[4] } }
         # windows that end in (10, clean], (clean + pin - 60, clean + pin], (clean + pin, clean + pin + 60]
         $1 > 15 && $1 < c + 5 { cr += $2; cn++; cs += $8; cp += $8 * $9 }
@@ -247,8 +247,8 @@ summary_row() {
         { if ($3 > backlog) backlog = $3; if ($4 > dead) dead = $4; if ($11 > age) age = $11 }
         END {
             clean = cn ? cr / cn : 0; last = pn ? pr / pn : 0
-            printf "| %s | %.0f | %.0f | %.2f | %.0f | %\047d | %\047d | %s / %s | %s / %s | %.1f / %.1f |\n", name, clean, last,
-                   clean ? last / clean : 0, rn ? rr / rn : 0, backlog, dead,
+            printf "| %s | %.0f | %.0f | %.2f | %.2f | %.0f | %\047d | %\047d | %s / %s | %s / %s | %.1f / %.1f |\n", name, clean,
+                   last, clean ? last / clean : 0, last / rate, rn ? rr / rn : 0, backlog, dead,
                    (0 in q ? q[0] : "-"), ("pin" in q ? q["pin"] : "-"),
                    ("wait_clean" in q ? q["wait_clean"] : "-"), ("wait_pin" in q ? q["wait_pin"] : "-"),
                    cs ? cp / cs : 0, ps ? pp / ps : 0 }' "$data/horizon_$tag.dat"
@@ -289,7 +289,8 @@ in one transaction, then again, so that overlapping snapshots hold the horizon. 
 the start $load_before, at the end $load_after.
 
 Columns: jobs completed per second (pg_stat_user_tables.n_tup_del) over the clean phase (its 10 s windows but
-the first), over the last minute of the pin (and its share of the clean rate) and over the minute after the pin;
+the first), over the last minute of the pin (and its share of the clean rate and of the $rate jobs/s offered) and
+over the minute after the pin;
 the largest backlog and dead-tuple count (n_dead_tup) seen in a sample; the claims' p99 (pgbench's transaction
 log, the claim alone, empty claims included) and the jobs' wait p99 (enqueue to claim, the jobs claimed in the
 phase; the workers poll, so a job that arrives while its worker sleeps its 10 ms waits up to that long even
@@ -301,8 +302,8 @@ EOF
 
 ## $variant: ${variant_label[$variant]}
 
-| queue | clean jobs/s | last pin minute jobs/s | share of clean | recovery minute jobs/s | max backlog | max dead tuples | claim p99 ms, clean / last pin minute | wait p99 ms, clean / last pin minute | claim-index pages per scan, clean / last pin minute |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| queue | clean jobs/s | last pin minute jobs/s | share of clean | share of offered | recovery minute jobs/s | max backlog | max dead tuples | claim p99 ms, clean / last pin minute | wait p99 ms, clean / last pin minute | claim-index pages per scan, clean / last pin minute |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 EOF
         for system in "${systems[@]}"; do summary_row "$variant" "$system"; done
         cat <<EOF
