@@ -112,14 +112,20 @@ bool may_bury(Oid queue, Oid dead_letters)
 {
     return ck::pg_call([&] {
         Oid user = GetUserId();
-        return pg_class_aclcheck(queue, user, ACL_SELECT | ACL_DELETE) == ACLCHECK_OK &&
+        // (pg_class_aclcheck is satisfied by any one bit of its mask: one call per right.)
+        return pg_class_aclcheck(queue, user, ACL_SELECT) == ACLCHECK_OK &&
+               pg_class_aclcheck(queue, user, ACL_DELETE) == ACLCHECK_OK &&
                pg_class_aclcheck(dead_letters, user, ACL_INSERT) == ACLCHECK_OK;
     });
 }
 
 bool may_claim(Oid queue)
 {
-    return ck::pg_call([&] { return pg_class_aclcheck(queue, GetUserId(), ACL_SELECT | ACL_UPDATE) == ACLCHECK_OK; });
+    return ck::pg_call([&] {
+        Oid user = GetUserId();
+        return pg_class_aclcheck(queue, user, ACL_SELECT) == ACLCHECK_OK &&
+               pg_class_aclcheck(queue, user, ACL_UPDATE) == ACLCHECK_OK;
+    });
 }
 
 bool key_less(const FrontierKey &a, const FrontierKey &b)

@@ -413,6 +413,12 @@ check "every queue made under $oldest carries the claim_wait wake-up trigger ck_
     SELECT bool_and(EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = q.queue AND t.tgname = 'ck_ready'
                             AND t.tgfoid = 'ck.queue_ready()'::regprocedure)) AND count(*) >= 3
     FROM ck.queues AS q"
+check "every queue made under $oldest has ck_ready reading the transition table and ck_changed after the update (0.2.2)" "$db_a" "
+    SELECT bool_and(EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = q.queue AND t.tgname = 'ck_ready'
+                            AND t.tgnewtable IS NOT NULL)
+                    AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = q.queue AND t.tgname = 'ck_changed'
+                                AND t.tgfoid = 'ck.queue_changed()'::regprocedure)) AND count(*) >= 3
+    FROM ck.queues AS q"
 check "ck.queue_stats on a queue made under $oldest: 3 ready, 3 running, none scheduled, expired or dead" "$db_a" "
     SELECT (ready, scheduled, running, expired, dead) = (3, 0, 3, 0, 0) FROM ck.queue_stats('jobs')"
 check "the 3 jobs leased under $oldest complete with their old lease tokens (ck.complete true for each)" "$db_a" "
@@ -444,6 +450,8 @@ check "a job enqueued now is claimed, with the 3 ready ones left from $oldest, a
                SELECT id FROM ready UNION ALL SELECT id FROM new_job) AS expected)
        AND bool_and(ck.complete('jobs', c.id, c.lease_token))
     FROM c"
+check "claims of a queue made under $oldest start at its frontier (ck.claim_frontier knows priority 0; preloaded only)" "$db_a" "
+    SELECT ck.claim_wait_mode() = 'poll' OR EXISTS (SELECT FROM ck.claim_frontier('jobs') WHERE priority = 0)"
 check "the queues are empty now: ck.queue_stats all zero" "$db_a" "
     SELECT bool_and((s.ready, s.scheduled, s.running, s.expired, s.dead) = (0, 0, 0, 0, 0))
     FROM unnest(ARRAY['jobs', 'expiring', 'fragile']::regclass[]) AS q, ck.queue_stats(q) AS s"
