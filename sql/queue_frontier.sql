@@ -14,6 +14,10 @@ SELECT array_agg(id) AS next_three FROM ck.claim('fq', 3);
 -- Priority -1 and 0 came back short: their frontier is the claim's moment (any id); 1 is at job 3.
 SELECT priority, run_at > now() - interval '1 second' AS at_moment, id FROM ck.claim_frontier('fq') ORDER BY priority;
 SELECT count(*) AS claimable_left FROM ck.claim('fq', 10);
+-- A job scheduled for later, of a priority the frontier has not seen: it learns the priority
+-- when the insert commits, so claims look there once the job is due.
+INSERT INTO fq (id, priority, run_at) VALUES (8, 7, now() + interval '1 hour');
+SELECT priority, run_at > now() AS from_the_job FROM ck.claim_frontier('fq') WHERE priority = 7;
 
 -- A claim under REPEATABLE READ reads the whole index with its transaction's snapshot and
 -- moves no frontier.

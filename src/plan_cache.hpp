@@ -30,6 +30,7 @@ enum class StatementKind : uint8_t {
     PurgeDead,
     Stats,
     NextDue,         // the earliest future run_at of a queue (a schedule or a lease end)
+    NextDueOf,       // the same over given priorities
     NamespaceLookup,
     NamespaceRegister,
 };

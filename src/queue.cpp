@@ -300,11 +300,26 @@ CK_FUNCTION(ck_claim)
 // end), or DT_NOEND when there is none.
 TimestampTz next_due(Oid queue, TimestampTz now)
 {
-    const Prepared &p = ck::queue_statement(StatementKind::NextDue, queue);
-    Datum values[1] = {TimestampTzGetDatum(now)};
-    ck::execute_plan(p.plan, values, nullptr, ck::Snap::Fresh);
-    bool isnull;
-    Datum due = ck::result_datum(0, 1, &isnull);
+    FrontierView view;
+    bool known = ck::pg_call([&] { return ck::frontier_read(queue, &view); });
+    uint64 n;
+    if (known) {
+        const Prepared &p = ck::queue_statement(StatementKind::NextDueOf, queue);
+        Datum priorities = ck::pg_call([&] {
+            Datum elems[ck::frontier_max_priorities];
+            for (int i = 0; i < view.npriorities; i++)
+                elems[i] = Int32GetDatum(view.priority[i]);
+            return PointerGetDatum(construct_array(elems, view.npriorities, INT4OID, sizeof(int32), true, TYPALIGN_INT));
+        });
+        Datum values[2] = {TimestampTzGetDatum(now), priorities};
+        n = ck::execute_plan(p.plan, values, nullptr, ck::Snap::Fresh);
+    } else {
+        const Prepared &p = ck::queue_statement(StatementKind::NextDue, queue);
+        Datum values[1] = {TimestampTzGetDatum(now)};
+        n = ck::execute_plan(p.plan, values, nullptr, ck::Snap::Fresh);
+    }
+    bool isnull = true;
+    Datum due = n > 0 ? ck::result_datum(0, 1, &isnull) : (Datum) 0;
     return isnull ? DT_NOEND : DatumGetTimestampTz(due);
 }
 

@@ -12,8 +12,8 @@
 // lower the frontier to that key: a "lowering". A claim reads the lowering count (the epoch)
 // before its snapshot; when it advances, it stops below every lowering counted since, which
 // its snapshot may not have seen (a small ring keeps the recent ones; past it, no advance).
-// A lowering whose key is still in the future when it happens is skipped: any claim that
-// could pass that key starts after it and sees the row.
+// A lowering whose key is still in the future when it happens is skipped (any claim that
+// could pass that key starts after it and sees the row), unless it brings a new priority.
 //
 // Plain SQL that updates or deletes jobs (a statement trigger sees it) makes the frontier start
 // over when its transaction ends. What no one records (rows locked by plain SELECT ... FOR
@@ -207,6 +207,18 @@ void lower(Oid queue, bool reset, int32 priority, FrontierKey key, TimestampTz n
     }
 }
 
+// A job that becomes ready only later (its key lies in the future) needs no lowering, but
+// claims must know its priority: a priority the frontier does not know yet is added (and
+// counted, for a discovery under way), starting at the job.
+void learn_priority(Oid queue, int32 priority, FrontierKey key, TimestampTz now)
+{
+    if (Slot *s = lock_slot(queue, false, 0)) {
+        if (!s->known || find_priority(s, priority) < 0)
+            push(s, false, priority, key, now);
+        SpinLockRelease(&s->mutex);
+    }
+}
+
 // This transaction's events, applied when it (or a subtransaction) ends.
 enum class EventKind : uint8_t { Abort, Commit, Reset };
 struct Event {
@@ -266,6 +278,8 @@ void finish(EventKind applied, int level)
         bool reset = e.kind == EventKind::Reset;
         if (reset || (e.kind == applied && e.key.run_at <= now))
             lower(e.queue, reset, e.priority, e.key, now);
+        else if (e.kind == applied && applied == EventKind::Commit)
+            learn_priority(e.queue, e.priority, e.key, now);   // a job for later, maybe of a new priority
     }
     nevents = kept;
     if (level <= 1) {
