@@ -13,6 +13,7 @@ extern "C" {
 #include "common/pg_prng.h"
 #include "utils/acl.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/timestamp.h"
 }
@@ -56,15 +57,45 @@ Ack ack_args(FunctionCallInfo fcinfo)
     return {PG_GETARG_OID(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
 }
 
+// A job's place in the claim index from result row `row` of the last execution: its id from
+// column id_col (0: the given id), its priority and run_at from columns col and col + 1,
+// which must have the types ck.create_queue gives them. Inside pg_call.
+struct JobKey {
+    int32 priority;
+    FrontierKey key;
+};
+
+void check_key_columns(int col, int id_col)
+{
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    if (SPI_gettypeid(desc, col) != INT4OID || SPI_gettypeid(desc, col + 1) != TIMESTAMPTZOID ||
+        (id_col > 0 && SPI_gettypeid(desc, id_col) != INT8OID))
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                        errmsg("the queue's columns priority and run_at are of types %s and %s, not integer and "
+                               "timestamp with time zone", format_type_be(SPI_gettypeid(desc, col)),
+                               format_type_be(SPI_gettypeid(desc, col + 1))),
+                        errhint("The table was altered after ck.create_queue made it: give the columns back their types.")));
+}
+
+JobKey job_key(uint64 row, int col, int id_col, Datum id = 0)
+{
+    check_key_columns(col, id_col);
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    bool isnull;
+    HeapTuple tuple = SPI_tuptable->vals[row];
+    if (id_col > 0)
+        id = SPI_getbinval(tuple, desc, id_col, &isnull);
+    return {DatumGetInt32(SPI_getbinval(tuple, desc, col, &isnull)),
+            FrontierKey{DatumGetTimestampTz(SPI_getbinval(tuple, desc, col + 1, &isnull)), DatumGetInt64(id)}};
+}
+
 // After an acknowledgement that locked or changed job id: if this transaction aborts, the
 // job is ready again where it was (columns col, col + 1 of the result: priority, run_at).
 void ready_again_on_abort(Oid queue, Datum id, int col)
 {
     ck::pg_call([&] {
-        bool isnull;
-        int32 priority = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull));
-        TimestampTz was = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col + 1, &isnull));
-        ck::frontier_on_abort(queue, priority, FrontierKey{was, DatumGetInt64(id)});
+        JobKey k = job_key(0, col, 0, id);
+        ck::frontier_on_abort(queue, k.priority, k.key);
     });
 }
 
@@ -142,18 +173,17 @@ FrontierKey take_claimed(Oid queue, ReturnSetInfo *out, ck::ClaimMode mode)
     return ck::pg_call([&] {
         FrontierKey last{DT_NOBEGIN, PG_INT64_MIN};
         ck::append_result_rows(out, 5);
+        check_key_columns(6, 1);   // also when nothing was claimed: the same error every time
         for (uint64 i = 0; i < SPI_processed; i++) {
+            JobKey was = job_key(i, 6, 1);
             bool isnull;
-            int64 id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
             TimestampTz until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 5, &isnull));
-            int32 priority = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 6, &isnull));
-            FrontierKey was{DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 7, &isnull)), id};
-            ck::frontier_on_abort(queue, priority, was);
-            ck::frontier_on_commit(queue, priority, FrontierKey{until, id});
+            ck::frontier_on_abort(queue, was.priority, was.key);
+            ck::frontier_on_commit_lease(queue, was.priority, FrontierKey{until, was.key.id});
             if (mode == ck::ClaimMode::Check)
-                ck::frontier_check_claimed(queue, priority, was);
-            if (key_less(last, was))
-                last = was;
+                ck::frontier_check_claimed(queue, was.priority, was.key);
+            if (key_less(last, was.key))
+                last = was.key;
         }
         SPI_freetuptable(SPI_tuptable);   // copied: a claim_wait looks many times in one call
         return last;
@@ -165,6 +195,8 @@ bool discover(Oid queue, FrontierView *view, TimestampTz moment)
 {
     const Prepared &p = ck::queue_statement(StatementKind::Priorities, queue);
     uint64 n = ck::execute_plan(p.plan, nullptr, nullptr, ck::Snap::Fresh);
+    if (ck::pg_call([] { return SPI_gettypeid(SPI_tuptable->tupdesc, 1) != INT4OID; }))
+        return false;   // priority altered to another type: the full claim says so
     int32 found[ck::frontier_max_priorities + 1];
     for (uint64 i = 0; i < n; i++) {
         bool isnull;
@@ -184,11 +216,8 @@ void bury(Oid queue, const FrontierView &view, TimestampTz moment, ck::Snap snap
     uint64 n = execute_in_index_order(bury, args, snap);
     ck::pg_call([&] {
         for (uint64 i = 0; i < n; i++) {
-            bool isnull;
-            int64 id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-            int32 priority = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
-            TimestampTz was = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
-            ck::frontier_on_abort(queue, priority, FrontierKey{was, id});
+            JobKey was = job_key(i, 2, 1);
+            ck::frontier_on_abort(queue, was.priority, was.key);
         }
         SPI_freetuptable(SPI_tuptable);
         if (view.mode != ck::ClaimMode::Full && n < static_cast<uint64>(ck::bury_batch))
@@ -450,12 +479,8 @@ CK_FUNCTION(ck_complete_many)
     ck::execute_plan(p.plan, values, nullptr);
     ck::pg_call([&] {
         for (uint64 i = 0; i < SPI_processed; i++) {
-            bool isnull;
-            HeapTuple row = SPI_tuptable->vals[i];
-            int64 id = DatumGetInt64(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
-            int32 priority = DatumGetInt32(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
-            TimestampTz was = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull));
-            ck::frontier_on_abort(queue, priority, FrontierKey{was, id});
+            JobKey was = job_key(i, 2, 1);
+            ck::frontier_on_abort(queue, was.priority, was.key);
         }
     });
     Datum result = ck::return_result_rows(fcinfo, 1);
@@ -517,10 +542,8 @@ CK_FUNCTION(ck_fail)
         ck::execute_plan(retry.plan, values, nulls);
         ck::pg_call([&] {
             ck::queue_mark_ready(a.queue);   // its waiters learn the retry time
-            bool null_col;
-            int32 priority = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &null_col));
-            TimestampTz at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &null_col));
-            ck::frontier_on_commit(a.queue, priority, FrontierKey{at, DatumGetInt64(a.id)});
+            JobKey at = job_key(0, 1, 0, a.id);
+            ck::frontier_on_commit(a.queue, at.priority, at.key);
         });
         outcome = "retry";
     }

@@ -220,7 +220,9 @@ void learn_priority(Oid queue, int32 priority, FrontierKey key, TimestampTz now)
 }
 
 // This transaction's events, applied when it (or a subtransaction) ends.
-enum class EventKind : uint8_t { Abort, Commit, Reset };
+// Lease: a claim's lease end, at commit; its priority is known, so it only matters if the
+// lease has already run out by then.
+enum class EventKind : uint8_t { Abort, Commit, Lease, Reset };
 struct Event {
     Oid queue;
     EventKind kind;
@@ -276,9 +278,10 @@ void finish(EventKind applied, int level)
             continue;
         }
         bool reset = e.kind == EventKind::Reset;
-        if (reset || (e.kind == applied && e.key.run_at <= now))
+        bool applies = e.kind == applied || (e.kind == EventKind::Lease && applied == EventKind::Commit);
+        if (reset || (applies && e.key.run_at <= now))
             lower(e.queue, reset, e.priority, e.key, now);
-        else if (e.kind == applied && applied == EventKind::Commit)
+        else if (e.kind == EventKind::Commit && applied == EventKind::Commit)
             learn_priority(e.queue, e.priority, e.key, now);   // a job for later, maybe of a new priority
     }
     nevents = kept;
@@ -591,6 +594,11 @@ void frontier_on_abort(Oid queue, int32 priority, FrontierKey key)
 void frontier_on_commit(Oid queue, int32 priority, FrontierKey key)
 {
     record(EventKind::Commit, queue, priority, key);
+}
+
+void frontier_on_commit_lease(Oid queue, int32 priority, FrontierKey key)
+{
+    record(EventKind::Lease, queue, priority, key);
 }
 
 void frontier_reset_at_end(Oid queue)

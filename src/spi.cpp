@@ -2,6 +2,7 @@
 #include "spi.hpp"
 
 extern "C" {
+#include "utils/builtins.h"
 #include "utils/snapmgr.h"
 }
 
@@ -106,6 +107,20 @@ ReturnSetInfo *begin_result_set(FunctionCallInfo fcinfo)
 
 void append_result_rows(ReturnSetInfo *rsinfo, int ncols)
 {
+    // A queue altered by hand may return other types than the function declares: refuse
+    // them rather than hand the caller a datum of the wrong type.
+    TupleDesc got = SPI_tuptable->tupdesc;
+    TupleDesc want = rsinfo->setDesc;
+    for (int i = 0; i < want->natts; i++) {
+        Oid type = i < got->natts ? TupleDescAttr(got, i)->atttypid : InvalidOid;
+        if (type != TupleDescAttr(want, i)->atttypid)
+            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                            errmsg("column \"%s\" is of type %s, but the function returns %s",
+                                   i < got->natts ? NameStr(TupleDescAttr(got, i)->attname) : "?",
+                                   OidIsValid(type) ? format_type_be(type) : "nothing",
+                                   format_type_be(TupleDescAttr(want, i)->atttypid)),
+                            errhint("The table was altered after ck.create_queue made it: give the column back its type.")));
+    }
     if (ncols < 0 || ncols == SPI_tuptable->tupdesc->natts) {
         for (uint64 i = 0; i < SPI_processed; i++)
             tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);

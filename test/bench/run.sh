@@ -8,7 +8,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PGDATABASE=ck_bench PGOPTIONS='-c client_min_messages=warning'
 seconds=${CK_BENCH_SECONDS:-10}
 backlog=$((seconds * 20000))    # jobs in each queue before a queue run: more than any run can drain
-results=$here/results.md
+results=${CK_BENCH_RESULTS:-$here/results.md}   # another file for a run of some sections only
 
 sql() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 value() { sql -At "$@"; }

@@ -392,6 +392,9 @@ BEGIN; DROP TABLE mail_dead; SELECT ck.queue_stats('mail'); ROLLBACK; -- expect:
 -- a column of the queue is gone or of another type
 BEGIN; ALTER TABLE jobs DROP COLUMN priority; SELECT ck.claim('jobs'); ROLLBACK; -- expect: 42703
 BEGIN; ALTER TABLE jobs ALTER COLUMN lease_token TYPE text; SELECT ck.complete('jobs', 1, 1); ROLLBACK; -- expect: 42883|42804
+BEGIN; ALTER TABLE jobs ALTER COLUMN payload TYPE text; INSERT INTO jobs DEFAULT VALUES; SELECT ck.claim('jobs', 5); ROLLBACK; -- expect: 42804
+BEGIN; ALTER TABLE jobs ALTER COLUMN priority TYPE bigint; INSERT INTO jobs DEFAULT VALUES; SELECT ck.claim('jobs', 5); ROLLBACK; -- expect: 42804
+BEGIN; ALTER TABLE jobs ALTER COLUMN run_at TYPE timestamp; INSERT INTO jobs DEFAULT VALUES; SELECT ck.claim('jobs', 5); ROLLBACK; -- expect: 42804
 BEGIN; UPDATE ck.queues SET max_attempts = 1000, lease = '1 microsecond'; SELECT count(*) > 0 FROM ck.claim('jobs', 5); ROLLBACK; -- expect: = t
 
 ------------------------------------------------------------------------------------------
