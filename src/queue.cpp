@@ -327,6 +327,9 @@ CK_FUNCTION(ck_claim)
 
 // The earliest future run_at of the queue after `now` (a scheduled job, a retry, a lease
 // end), or DT_NOEND when there is none.
+// With the frontier known it looks only up to a second ahead and returns now + 1 s when
+// nothing is due by then: the entries it walks are those of that second, dead ones included
+// (a held xmin horizon keeps the lease ends of every job completed within a lease).
 TimestampTz next_due(Oid queue, TimestampTz now)
 {
     FrontierView view;
@@ -340,8 +343,12 @@ TimestampTz next_due(Oid queue, TimestampTz now)
                 elems[i] = Int32GetDatum(view.priority[i]);
             return PointerGetDatum(construct_array(elems, view.npriorities, INT4OID, sizeof(int32), true, TYPALIGN_INT));
         });
-        Datum values[2] = {TimestampTzGetDatum(now), priorities};
+        TimestampTz ahead = now + USECS_PER_SEC;
+        Datum values[3] = {TimestampTzGetDatum(now), priorities, TimestampTzGetDatum(ahead)};
         n = ck::execute_plan(p.plan, values, nullptr, ck::Snap::Fresh);
+        bool isnull = true;
+        Datum due = n > 0 ? ck::result_datum(0, 1, &isnull) : (Datum) 0;
+        return isnull ? ahead : DatumGetTimestampTz(due);
     } else {
         const Prepared &p = ck::queue_statement(StatementKind::NextDue, queue);
         Datum values[1] = {TimestampTzGetDatum(now)};

@@ -155,11 +155,11 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         return {"DELETE FROM " + dead + " WHERE died_at" CK_OP("<") "(" + now + CK_OP("-") "$1)", {INTERVALOID}, 1, 0};
     case StatementKind::NextDueOf:
         // The same over the priorities the frontier knows ($2), without the loose scan, which
-        // walks the dead entries at the head of each priority.
+        // walks the dead entries at the head of each priority, and only up to $3.
         return {"SELECT pg_catalog.min(n.run_at) FROM pg_catalog.unnest($2) AS p(priority),"
                 "  LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority" EQ "p.priority AND j.run_at" CK_OP(">")
-                "$1 ORDER BY j.run_at LIMIT 1) AS n",
-                {TIMESTAMPTZOID, INT4ARRAYOID}, 2, 0};
+                "$1 AND j.run_at" CK_OP("<=") "$3 ORDER BY j.run_at LIMIT 1) AS n",
+                {TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZOID}, 3, 0};
     case StatementKind::NextDue:
         return {priorities + " SELECT pg_catalog.min(n.run_at) FROM priorities AS p,"
                 "  LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority" EQ "p.priority AND j.run_at" CK_OP(">")
