@@ -15,6 +15,7 @@ extern "C" {
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
@@ -118,19 +119,24 @@ void replan_if_grown(Oid queue, const Prepared &claim)
 // sorts and hash or merge joins allowed, it would sort the whole backlog on every call until
 // the next ANALYZE (seen in the sustained benchmark: 40 ms per claim instead of 0.1). So
 // they are off while it is made: the claimed rows are joined to the table by primary key.
-uint64 execute_in_index_order(const Prepared &p, Datum *values, ck::Snap snap)
+// With a snapshot (the frontier's), it runs with that one instead of `snap`.
+uint64 execute_in_index_order(const Prepared &p, Datum *values, ck::Snap snap, Snapshot snapshot = nullptr)
 {
+    auto execute = [&] {
+        return snapshot != nullptr ? ck::execute_plan_in(p.plan, values, nullptr, snapshot)
+                                   : ck::execute_plan(p.plan, values, nullptr, snap);
+    };
     bool planning = ck::pg_call([&] {
         AcceptInvalidationMessages();
         return !p.planned || !SPI_plan_is_valid(p.plan);
     });
     if (!planning)
-        return ck::execute_plan(p.plan, values, nullptr, snap);
+        return execute();
     int nest = ck::pg_call([] {
         return ck::push_settings({{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"},
                                   {"enable_hashjoin", "off"}, {"enable_mergejoin", "off"}});
     });
-    uint64 n = ck::execute_plan(p.plan, values, nullptr, snap);
+    uint64 n = execute();
     ck::pg_call([&] { ck::pop_settings(nest); });
     p.planned = true;
     return n;
@@ -165,10 +171,13 @@ bool key_less(const FrontierKey &a, const FrontierKey &b)
 }
 
 // The claimed rows of the last execution (id, lease_token, attempt, payload, lease_until, old
-// priority, old run_at) go to the result; each is ready again at its old key if this
+// priority, old run_at, old xmin) go to the result; each is ready again at its old key if this
 // transaction aborts, and at its lease end once it commits (if the lease has run out by
-// then). Returns the greatest old key (in the one priority of a ClaimFrom).
-FrontierKey take_claimed(Oid queue, ReturnSetInfo *out, ck::ClaimMode mode)
+// then). Returns the greatest old key (in the one priority of a ClaimFrom) of the rows the
+// scan found where snapshot saw them: a row updated since by a transaction that committed
+// later (its xmin not visible to snapshot) comes back as that newer version, whose key may
+// lie beyond where the scan stood, so it says nothing of how far the scan got.
+FrontierKey take_claimed(Oid queue, ReturnSetInfo *out, ck::ClaimMode mode, Snapshot snapshot)
 {
     return ck::pg_call([&] {
         FrontierKey last{DT_NOBEGIN, PG_INT64_MIN};
@@ -177,12 +186,14 @@ FrontierKey take_claimed(Oid queue, ReturnSetInfo *out, ck::ClaimMode mode)
         for (uint64 i = 0; i < SPI_processed; i++) {
             JobKey was = job_key(i, 6, 1);
             bool isnull;
+            TransactionId xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 8, &isnull));
+            bool where_seen = snapshot == nullptr || !XidInMVCCSnapshot(xmin, snapshot);
             TimestampTz until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 5, &isnull));
             ck::frontier_on_abort(queue, was.priority, was.key);
             ck::frontier_on_commit_lease(queue, was.priority, FrontierKey{until, was.key.id});
             if (mode == ck::ClaimMode::Check)
                 ck::frontier_check_claimed(queue, was.priority, was.key);
-            if (key_less(last, was.key))
+            if (where_seen && key_less(last, was.key))
                 last = was.key;
         }
         SPI_freetuptable(SPI_tuptable);   // copied: a claim_wait looks many times in one call
@@ -209,11 +220,11 @@ bool discover(Oid queue, FrontierView *view, TimestampTz moment)
 // Buries expired jobs on their last attempt (they are skipped by the claim, so they would
 // otherwise linger), from the burial's frontier. Each buried job comes back if this
 // transaction aborts.
-void bury(Oid queue, const FrontierView &view, TimestampTz moment, ck::Snap snap)
+void bury(Oid queue, const FrontierView &view, TimestampTz moment, ck::Snap snap, Snapshot snapshot)
 {
     const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
     Datum args[3] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment), TimestampTzGetDatum(view.bury_from)};
-    uint64 n = execute_in_index_order(bury, args, snap);
+    uint64 n = execute_in_index_order(bury, args, snap, snapshot);
     ck::pg_call([&] {
         for (uint64 i = 0; i < n; i++) {
             JobKey was = job_key(i, 2, 1);
@@ -240,8 +251,9 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
         view = ck::pg_call([&] { return ck::frontier_view(queue, moment); });
     if (view.mode == ck::ClaimMode::Discover)
         view.mode = discover(queue, &view, moment) ? ck::ClaimMode::Frontier : ck::ClaimMode::Full;
-    if (view.mode != ck::ClaimMode::Full)
-        snap = ck::Snap::Fresh;   // the frontier's rule: a snapshot newer than the view
+    // The frontier's rule: a snapshot taken after the view was read (READ COMMITTED).
+    Snapshot snapshot = view.mode == ck::ClaimMode::Full ? nullptr
+                                                           : ck::pg_call([] { return RegisterSnapshot(GetTransactionSnapshot()); });
 
     // With no priority known there is no statement to run, and so no privilege checked by
     // one: a caller without SELECT and UPDATE on the queue runs the full claim, which raises
@@ -259,8 +271,8 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
             Datum values[7] = {Int32GetDatum(want), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
                                TimestampTzGetDatum(moment), Int32GetDatum(view.priority[i]),
                                TimestampTzGetDatum(view.start[i].run_at), Int64GetDatum(view.start[i].id)};
-            uint64 got = execute_in_index_order(from, values, snap);
-            FrontierKey last = take_claimed(queue, out, view.mode);
+            uint64 got = execute_in_index_order(from, values, snap, snapshot);
+            FrontierKey last = take_claimed(queue, out, view.mode, snapshot);
             // Came back short: nothing claimable is left up to the moment.
             FrontierKey to = got < static_cast<uint64>(want) ? FrontierKey{moment, PG_INT64_MIN} : last;
             ck::pg_call([&] { ck::frontier_advance(queue, view, view.priority[i], to); });
@@ -269,16 +281,18 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
     } else {
         Datum values[4] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
                            TimestampTzGetDatum(moment)};
-        n = execute_in_index_order(claim, values, snap);
-        take_claimed(queue, out, view.mode);
+        n = execute_in_index_order(claim, values, snap, snapshot);
+        take_claimed(queue, out, view.mode, snapshot);
     }
     // Also every 64th claim: in a queue that never runs short they would wait forever.
     if (n < static_cast<uint64>(batch) || ++claims_since_burial >= 64) {
         claims_since_burial = 0;
         replan_if_grown(queue, *used);
         if (may_bury(queue, claim.dead_letters))
-            bury(queue, view, moment, snap);
+            bury(queue, view, moment, snap, snapshot);
     }
+    if (snapshot != nullptr)
+        ck::pg_call([&] { UnregisterSnapshot(snapshot); });
     return n;
 }
 

@@ -37,22 +37,38 @@ SPIPlanPtr prepare_kept(const char *sql, int nargs, Oid *argtypes, int cursor_op
     return plan;
 }
 
-uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls, Snap snap)
+namespace {
+
+// Runs one SPI execution, counted by plans_executing, and returns its row count.
+template <typename Execute>
+uint64 counted(Execute execute)
 {
     struct Depth {
         Depth() { executing++; }
         ~Depth() { executing--; }
     } depth;
-    int rc = pg_call([&] {
+    int rc = pg_call([&] { return execute(); });
+    if (rc < 0)
+        throw std::runtime_error(SPI_result_code_string(rc));
+    return SPI_processed;
+}
+
+} // namespace
+
+uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls, Snap snap)
+{
+    return counted([&] {
         // Taking a snapshot scans the proc array under a shared lock: skip it when the
         // caller's will do, as it would for the hand-written statement.
         if (snap == Snap::Caller && ActiveSnapshotSet())
             return SPI_execute_snapshot(plan, values, nulls, GetActiveSnapshot(), InvalidSnapshot, false, true, 0);
         return SPI_execute_plan(plan, values, nulls, snap == Snap::ReadOnly, 0);
     });
-    if (rc < 0)
-        throw std::runtime_error(SPI_result_code_string(rc));
-    return SPI_processed;
+}
+
+uint64 execute_plan_in(SPIPlanPtr plan, Datum *values, const char *nulls, Snapshot snapshot)
+{
+    return counted([&] { return SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot, false, true, 0); });
 }
 
 void execute_sql(const char *sql)

@@ -22,6 +22,10 @@ enum class Snap {
 // Executes a kept plan inside the current SPI connection and returns the row count.
 uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls, Snap snap = Snap::Caller);
 
+// The same with a snapshot of the caller's (registered by it), for a caller that must know
+// which snapshot its statement saw.
+uint64 execute_plan_in(SPIPlanPtr plan, Datum *values, const char *nulls, Snapshot snapshot);
+
 // Executes one statement text once, with no parameters (DDL).
 void execute_sql(const char *sql);
 
