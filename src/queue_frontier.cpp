@@ -20,7 +20,7 @@
 // UPDATE and released, prepared transactions, triggers disabled by session_replication_role,
 // a clock stepped back) is found by the periodic full claim
 // (concurrency_kit.full_claim_interval, 10 s): one claim per interval reads the whole index
-// and, if it takes a job the frontier would have missed, resets it. Shared memory is reset by
+// and, if it takes a job the frontier had passed, lowers the frontier to it. Shared memory is reset by
 // a crash restart, and a queue without a slot starts from the beginning of its index.
 #include "queue_frontier.hpp"
 #include "boundary.hpp"
@@ -48,7 +48,8 @@ namespace {
 
 int full_claim_interval_ms = 10000;
 
-constexpr int ring_size = 64;
+// Lowerings kept for the claims under way: a claim that outlasts this many cannot advance.
+constexpr int ring_size = 512;
 constexpr int slot_count = 64;
 
 struct Lowering {
@@ -68,6 +69,11 @@ struct Slot {
     TimestampTz last_check;      // the last periodic full claim
     TimestampTz overflow_at;     // when more priorities than fit were seen (0: never)
     bool known;                  // the priorities are known
+    uint64 resets;               // how often the frontier was forgotten
+    // While the priorities are not known: those the lowerings brought meanwhile, for the
+    // discovery under way (its snapshot may predate them); one more than fit says too many.
+    int npending;
+    int32 pending[frontier_max_priorities + 1];
     int npriorities;
     int32 priority[frontier_max_priorities];
     FrontierKey start[frontier_max_priorities];
@@ -142,6 +148,8 @@ Slot *lock_slot(Oid queue, bool create, TimestampTz now)
         s->last_check = now;
         s->overflow_at = 0;
         s->known = false;
+        s->resets = 0;
+        s->npending = 0;
         s->npriorities = 0;
         s->bury_from = DT_NOBEGIN;
     }
@@ -181,14 +189,22 @@ void push(Slot *s, bool reset, int32 priority, FrontierKey key, TimestampTz now)
     s->ring[s->epoch % ring_size] = {s->epoch, reset, priority, key};
     if (reset) {
         s->known = false;
+        s->resets++;
+        s->npending = 0;
         s->overflow_at = 0;
         s->bury_from = DT_NOBEGIN;
         return;
     }
     if (key.run_at < s->bury_from)
         s->bury_from = key.run_at;
-    if (!s->known)
+    if (!s->known) {
+        bool seen = false;
+        for (int i = 0; i < s->npending && !seen; i++)
+            seen = s->pending[i] == priority;
+        if (!seen && s->npending <= frontier_max_priorities)
+            s->pending[s->npending++] = priority;
         return;
+    }
     int i = find_priority(s, priority);
     if (i >= 0) {
         if (less(key, s->start[i]))
@@ -400,6 +416,7 @@ FrontierView frontier_view(Oid queue, TimestampTz now)
     Slot *s = lock_slot(queue, true, now);
     s->last_used = now;
     v.epoch = s->epoch;
+    v.resets = s->resets;
     v.bury_from = s->bury_from;
     TimestampTz interval = static_cast<TimestampTz>(full_claim_interval_ms) * 1000;
     if (!s->known) {
@@ -480,29 +497,26 @@ bool frontier_discovered(Oid queue, FrontierView *v, int n, const int32 *priorit
 {
     if (shared == nullptr)
         return false;
-    Slot *s = lock_for_advance(queue, *v);
+    Slot *s = lock_slot(queue, false, 0);
     if (s == nullptr)
         return false;
-    bool ok = true;
-    if (!s->known) {
-        // Priorities of rows this discovery's snapshot could not see come from the lowerings since.
-        bool fits = n <= frontier_max_priorities;
+    // A reset since the view: what the snapshot saw may be out of date (say, priorities moved).
+    bool ok = s->generation == v->generation && s->resets == v->resets;
+    if (ok && !s->known) {
+        // Priorities of rows this discovery's snapshot could not see are those pending.
+        bool fits = n <= frontier_max_priorities && s->npending <= frontier_max_priorities;
         s->npriorities = 0;
         for (int i = 0; fits && i < n; i++)
             fits = add_priority(s, priorities[i], key_min);
-        for (uint64 e = v->epoch + 1; ok && fits && e <= s->epoch; e++) {
-            const Lowering &l = s->ring[e % ring_size];
-            if (l.reset)
-                ok = false;
-            else if (find_priority(s, l.priority) < 0)
-                fits = add_priority(s, l.priority, key_min);
-        }
-        if (ok && !fits)
+        for (int i = 0; fits && i < s->npending; i++)
+            if (find_priority(s, s->pending[i]) < 0)
+                fits = add_priority(s, s->pending[i], key_min);
+        if (!fits) {
             s->overflow_at = now;
-        ok = ok && fits;
-        s->known = ok;
-        if (!ok)
             s->npriorities = 0;
+        }
+        s->known = ok = fits;
+        s->npending = 0;
     }
     if (ok)
         copy_frontier(s, v);
@@ -519,7 +533,7 @@ void frontier_check_claimed(Oid queue, int32 priority, FrontierKey key)
         return;
     int i = find_priority(s, priority);
     if (s->known && (i < 0 || less(key, s->start[i])))
-        push(s, true, 0, key_min, 0);
+        push(s, false, priority, key, GetCurrentTimestamp());
     SpinLockRelease(&s->mutex);
 }
 

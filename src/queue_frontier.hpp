@@ -33,6 +33,7 @@ struct FrontierView {
     ClaimMode mode = ClaimMode::Full;
     uint64 generation = 0;   // of the slot it was read from
     uint64 epoch = 0;        // lowerings counted so far; an advance is checked against those since
+    uint64 resets = 0;       // resets counted so far; a discovery is void after another
     int npriorities = 0;
     int32 priority[frontier_max_priorities];
     FrontierKey start[frontier_max_priorities];
@@ -65,7 +66,7 @@ bool frontier_discovered(Oid queue, FrontierView *view, int n, const int32 *prio
 bool frontier_read(Oid queue, FrontierView *view);
 
 // The periodic full claim took a job at key: if the frontier would have missed it (its
-// priority unknown, or key below the priority's frontier), the frontier is forgotten.
+// priority unknown, or key below the priority's frontier), the frontier is lowered to it.
 void frontier_check_claimed(Oid queue, int32 priority, FrontierKey key);
 
 // From the queue's AFTER INSERT statement trigger: each inserted job is ready at its key once
