@@ -49,8 +49,10 @@ namespace {
 int full_claim_interval_ms = 10000;
 
 // Lowerings kept for the claims under way: a claim that outlasts this many cannot advance.
-constexpr int ring_size = 512;
-constexpr int slot_count = 64;
+// Lowerings between two claims' views share an entry (when of one priority), so this counts
+// claims more than lowerings: a few seconds of claims at thousands a second.
+constexpr int ring_size = 4096;
+constexpr int slot_count = 32;
 
 struct Lowering {
     uint64 epoch;
@@ -65,6 +67,7 @@ struct Slot {
     Oid queue;                   // InvalidOid: free
     uint64 generation;           // a new one each time the slot is given to a queue
     uint64 epoch;
+    uint64 viewed;               // the epoch the latest view read
     TimestampTz last_used;
     TimestampTz last_check;      // the last periodic full claim
     TimestampTz overflow_at;     // when more priorities than fit were seen (0: never)
@@ -144,6 +147,7 @@ Slot *lock_slot(Oid queue, bool create, TimestampTz now)
         s->queue = queue;
         s->generation = ++shared->generations;
         s->epoch = 0;
+        s->viewed = 0;
         s->last_used = now;
         s->last_check = now;
         s->overflow_at = 0;
@@ -185,8 +189,16 @@ bool add_priority(Slot *s, int32 priority, FrontierKey start)
 // Lowers the locked slot's frontier to key (or forgets it) and counts the lowering.
 void push(Slot *s, bool reset, int32 priority, FrontierKey key, TimestampTz now)
 {
-    s->epoch++;
-    s->ring[s->epoch % ring_size] = {s->epoch, reset, priority, key};
+    // No view has read the latest entry's epoch yet: every claim that will check it checks
+    // this one too, so one of the same priority can take the lower key of both.
+    Lowering &latest = s->ring[s->epoch % ring_size];
+    if (s->epoch > 0 && s->viewed < s->epoch && !reset && !latest.reset && latest.priority == priority) {
+        if (less(key, latest.key))
+            latest.key = key;
+    } else {
+        s->epoch++;
+        s->ring[s->epoch % ring_size] = {s->epoch, reset, priority, key};
+    }
     if (reset) {
         s->known = false;
         s->resets++;
@@ -416,6 +428,7 @@ FrontierView frontier_view(Oid queue, TimestampTz now)
     Slot *s = lock_slot(queue, true, now);
     s->last_used = now;
     v.epoch = s->epoch;
+    s->viewed = s->epoch;
     v.resets = s->resets;
     v.bury_from = s->bury_from;
     TimestampTz interval = static_cast<TimestampTz>(full_claim_interval_ms) * 1000;
