@@ -365,7 +365,7 @@ two tables and so hide what it costs.
 |---:|---|---:|---:|---:|---:|---:|---:|---:|
 EOF
 for clients in 1 4 16; do
-    for sync in off on; do
+    for sync in ${CK_BENCH_SYNC:-off on}; do   # CK_BENCH_SYNC=off: the CPU cost alone
         separate_cell "$clients" "$sync"
     done
 done

@@ -33,7 +33,7 @@ rate=${CK_HORIZON_RATE:-800}   # jobs/s offered in all (a lower one only to try 
 producers=2
 workers=6
 total=$((clean + pin + recover))
-systems=(ck seed)
+read -r -a systems <<<"${CK_HORIZON_SYSTEMS:-ck seed}"
 declare -A label=([ck]="ck.claim + ck.complete" [seed]="seed: SKIP LOCKED + DELETE")
 # The tables are those of test/bench/sustained/setup.sql, which makes both empty; each run uses one of them.
 declare -A table=([ck]=sustained [seed]=tasks)
