@@ -132,7 +132,10 @@ uint64 execute_in_index_order(const Prepared &p, Datum *values, ck::Snap snap, S
     if (!planning)
         return execute();
     int nest = ck::pg_call([] {
-        return ck::push_settings({{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"}});
+        // jit off too: a plan that needs a disabled node costs above jit_above_cost, and its
+        // generic plan would then be compiled at every execution.
+        return ck::push_settings({{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"},
+                                  {"jit", "off"}});
     });
     uint64 n = execute();
     ck::pg_call([&] { ck::pop_settings(nest); });
@@ -179,10 +182,21 @@ FrontierKey take_claimed(Oid queue, ReturnSetInfo *out, ck::ClaimMode mode, Snap
 {
     return ck::pg_call([&] {
         FrontierKey last{DT_NOBEGIN, PG_INT64_MIN};
-        ck::append_result_rows(out, 5);
         check_key_columns(6, 1);   // also when nothing was claimed: the same error every time
+        // The rows go out in claim order: priority, then the key they were claimed at.
+        uint64 *order = static_cast<uint64 *>(palloc(sizeof(uint64) * (SPI_processed + 1)));
+        JobKey *keys = static_cast<JobKey *>(palloc(sizeof(JobKey) * (SPI_processed + 1)));
         for (uint64 i = 0; i < SPI_processed; i++) {
-            JobKey was = job_key(i, 6, 1);
+            order[i] = i;
+            keys[i] = job_key(i, 6, 1);
+        }
+        std::sort(order, order + SPI_processed, [&](uint64 a, uint64 b) {
+            return keys[a].priority != keys[b].priority ? keys[a].priority < keys[b].priority
+                                                        : key_less(keys[a].key, keys[b].key);
+        });
+        ck::append_result_rows(out, 5, order);
+        for (uint64 i = 0; i < SPI_processed; i++) {
+            JobKey was = keys[i];
             bool isnull;
             TransactionId xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 8, &isnull));
             bool where_seen = snapshot == nullptr || !XidInMVCCSnapshot(xmin, snapshot);

@@ -24,6 +24,7 @@
 // a crash restart, and a queue without a slot starts from the beginning of its index.
 #include "queue_frontier.hpp"
 #include "boundary.hpp"
+#include "shared_memory.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -34,9 +35,6 @@ extern "C" {
 #include "utils/tuplestore.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include "storage/ipc.h"
-#include "storage/lwlock.h"
-#include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -91,10 +89,6 @@ struct Shared {
 };
 
 Shared *shared = nullptr;
-shmem_startup_hook_type prev_startup_hook = nullptr;
-#if PG_VERSION_NUM >= 150000
-shmem_request_hook_type prev_request_hook = nullptr;
-#endif
 
 bool less(const FrontierKey &a, const FrontierKey &b)
 {
@@ -356,29 +350,14 @@ void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
     }
 }
 
-void request_shmem()
+// Shared memory, made: every frontier unknown, every lock free.
+void init_shared(void *memory)
 {
-#if PG_VERSION_NUM >= 150000
-    if (prev_request_hook)
-        prev_request_hook();
-#endif
-    RequestAddinShmemSpace(sizeof(Shared));
-}
-
-void startup_shmem()
-{
-    if (prev_startup_hook)
-        prev_startup_hook();
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    bool found;
-    shared = static_cast<Shared *>(ShmemInitStruct("concurrency_kit claim frontier", sizeof(Shared), &found));
-    if (!found) {
-        memset(shared, 0, sizeof(Shared));
-        SpinLockInit(&shared->mutex);
-        for (Slot &s : shared->slot)
-            SpinLockInit(&s.mutex);
-    }
-    LWLockRelease(AddinShmemInitLock);
+    Shared *made = static_cast<Shared *>(memory);
+    memset(made, 0, sizeof(Shared));
+    SpinLockInit(&made->mutex);
+    for (Slot &s : made->slot)
+        SpinLockInit(&s.mutex);
 }
 
 void copy_frontier(const Slot *s, FrontierView *v)
@@ -403,16 +382,9 @@ void queue_frontier_init()
     MarkGUCPrefixReserved("concurrency_kit");
     RegisterXactCallback(on_xact, nullptr);
     RegisterSubXactCallback(on_subxact, nullptr);
-    if (!process_shared_preload_libraries_in_progress)
-        return;
-#if PG_VERSION_NUM >= 150000
-    prev_request_hook = shmem_request_hook;
-    shmem_request_hook = request_shmem;
-#else
-    request_shmem();
-#endif
-    prev_startup_hook = shmem_startup_hook;
-    shmem_startup_hook = startup_shmem;
+    if (process_shared_preload_libraries_in_progress)
+        shared_memory_request("concurrency_kit claim frontier", sizeof(Shared), reinterpret_cast<void **>(&shared),
+                              init_shared);
 }
 
 bool queue_frontier_active()

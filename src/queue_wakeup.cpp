@@ -2,6 +2,7 @@
 // of queues to wake, and the trigger ck.queue_ready that every queue carries.
 #include "queue_wakeup.hpp"
 #include "boundary.hpp"
+#include "shared_memory.hpp"
 #include "queue_frontier.hpp"
 
 extern "C" {
@@ -11,10 +12,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/lwlock.h"
-#include "storage/shmem.h"
 #include "utils/rel.h"
 #include "utils/wait_event.h"
 }
@@ -32,10 +30,6 @@ struct Slots {
 
 Slots *slots = nullptr;
 ConditionVariable *prepared = nullptr;   // the slot this backend prepared to sleep on
-shmem_startup_hook_type prev_startup_hook = nullptr;
-#if PG_VERSION_NUM >= 150000
-shmem_request_hook_type prev_request_hook = nullptr;
-#endif
 
 // Queues this transaction made jobs ready in; past capacity every slot is woken.
 constexpr int max_marked = 32;
@@ -86,26 +80,12 @@ void on_xact(XactEvent event, void *)
     }
 }
 
-void request_shmem()
+// Shared memory, made: every condition variable ready for use.
+void init_slots(void *memory)
 {
-#if PG_VERSION_NUM >= 150000
-    if (prev_request_hook)
-        prev_request_hook();
-#endif
-    RequestAddinShmemSpace(sizeof(Slots));
-}
-
-void startup_shmem()
-{
-    if (prev_startup_hook)
-        prev_startup_hook();
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    bool found;
-    slots = static_cast<Slots *>(ShmemInitStruct("concurrency_kit claim_wait slots", sizeof(Slots), &found));
-    if (!found)
-        for (uint32 i = 0; i < slot_count; i++)
-            ConditionVariableInit(&slots->cv[i]);
-    LWLockRelease(AddinShmemInitLock);
+    Slots *made = static_cast<Slots *>(memory);
+    for (uint32 i = 0; i < slot_count; i++)
+        ConditionVariableInit(&made->cv[i]);
 }
 
 } // namespace
@@ -113,16 +93,9 @@ void startup_shmem()
 void queue_wakeup_init()
 {
     RegisterXactCallback(on_xact, nullptr);
-    if (!process_shared_preload_libraries_in_progress)
-        return;
-#if PG_VERSION_NUM >= 150000
-    prev_request_hook = shmem_request_hook;
-    shmem_request_hook = request_shmem;
-#else
-    request_shmem();
-#endif
-    prev_startup_hook = shmem_startup_hook;
-    shmem_startup_hook = startup_shmem;
+    if (process_shared_preload_libraries_in_progress)
+        shared_memory_request("concurrency_kit claim_wait slots", sizeof(Slots), reinterpret_cast<void **>(&slots),
+                              init_slots);
 }
 
 bool queue_wakeup_active()

@@ -121,7 +121,7 @@ ReturnSetInfo *begin_result_set(FunctionCallInfo fcinfo)
     return rsinfo;
 }
 
-void append_result_rows(ReturnSetInfo *rsinfo, int ncols)
+void append_result_rows(ReturnSetInfo *rsinfo, int ncols, const uint64 *order)
 {
     // A queue altered by hand may return other types than the function declares: refuse
     // them rather than hand the caller a datum of the wrong type.
@@ -139,13 +139,13 @@ void append_result_rows(ReturnSetInfo *rsinfo, int ncols)
     }
     if (ncols < 0 || ncols == SPI_tuptable->tupdesc->natts) {
         for (uint64 i = 0; i < SPI_processed; i++)
-            tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+            tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[order ? order[i] : i]);
         return;
     }
     Datum *values = static_cast<Datum *>(palloc(sizeof(Datum) * SPI_tuptable->tupdesc->natts));
     bool *nulls = static_cast<bool *>(palloc(sizeof(bool) * SPI_tuptable->tupdesc->natts));
     for (uint64 i = 0; i < SPI_processed; i++) {
-        heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, values, nulls);
+        heap_deform_tuple(SPI_tuptable->vals[order ? order[i] : i], SPI_tuptable->tupdesc, values, nulls);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
     pfree(values);

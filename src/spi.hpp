@@ -44,8 +44,9 @@ namespace ck {
 ReturnSetInfo *begin_result_set(FunctionCallInfo fcinfo);
 
 // Appends every row of the last execution to the result set, the first ncols columns of
-// each (all with -1), which must match the declared result columns. Inside pg_call.
-void append_result_rows(ReturnSetInfo *rsinfo, int ncols = -1);
+// each (all with -1), which must match the declared result columns; in the order of the row
+// numbers in order, when given. Inside pg_call.
+void append_result_rows(ReturnSetInfo *rsinfo, int ncols = -1, const uint64 *order = nullptr);
 
 // Returns every row of the last execution as the set-returning function's result
 // (materialize mode), as append_result_rows does.
