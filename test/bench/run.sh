@@ -119,7 +119,10 @@ separate_cell() {
     mixed_cac=$(mixed_ratio queue_setup.sql "$clients" "$sync" queue_handwritten.sql queue_cac.sql -D job=0 -D token=0)
     awk -v c="$clients" -v s="$sync" -v seed="${runs[queue_handwritten.sql]}" -v ck="${runs[queue_ck.sql]}" \
         -v cac="${runs[queue_cac.sql]}" -v mck="$mixed_ck" -v mcac="$mixed_cac" '
-        function median(list, a, n) { n = split(list, a, " "); asort(a); return a[int((n + 1) / 2)] }
+        function median(list, a, n, i, j, t) {   # mawk has no asort: an insertion sort of the few values
+            n = split(list, a, " ")
+            for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+            return a[int((n + 1) / 2)] }
         BEGIN { split(seed, b, " "); split(ck, k, " "); split(cac, w, " ")
                 for (i = 1; i <= 3; i++) { rk = rk " " k[i] / b[i]; rw = rw " " w[i] / b[i] }
                 printf "| %d | %s | %d | %d | %d | %.2f | %.2f | %s | %s |\n", c, s, median(seed), median(ck), median(cac),
