@@ -26,6 +26,7 @@ namespace {
 
 using ck::FrontierKey;
 using ck::FrontierView;
+using ck::key_less;
 using ck::finite_interval_arg;
 using ck::interval_arg;
 using ck::lease_arg;
@@ -58,14 +59,14 @@ Ack ack_args(FunctionCallInfo fcinfo)
     return {PG_GETARG_OID(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
 }
 
-// A job's place in the claim index from result row `row` of the last execution: its id from
-// column id_col (0: the given id), its priority and run_at from columns col and col + 1,
-// which must have the types ck.create_queue gives them. Inside pg_call.
+// A job's place in the claim index.
 struct JobKey {
     int32 priority;
     FrontierKey key;
 };
 
+// Columns col, col + 1 (priority, run_at) and id_col (0: none) of the last execution must
+// have the types ck.create_queue gives them. Inside pg_call.
 void check_key_columns(int col, int id_col)
 {
     TupleDesc desc = SPI_tuptable->tupdesc;
@@ -78,6 +79,8 @@ void check_key_columns(int col, int id_col)
                         errhint("The table was altered after ck.create_queue made it: give the columns back their types.")));
 }
 
+// The place of the job of result row `row`: its id from column id_col (0: the given id), its
+// priority and run_at from columns col and col + 1. Inside pg_call.
 JobKey job_key(uint64 row, int col, int id_col, Datum id = 0)
 {
     check_key_columns(col, id_col);
@@ -166,11 +169,6 @@ bool may_claim(Oid queue)
     });
 }
 
-bool key_less(const FrontierKey &a, const FrontierKey &b)
-{
-    return a.run_at < b.run_at || (a.run_at == b.run_at && a.id < b.id);
-}
-
 // The claimed rows of the last execution (id, lease_token, attempt, payload, lease_until, old
 // priority, old run_at, old xmin) go to the result; each is ready again at its old key if this
 // transaction aborts, and at its lease end once it commits (if the lease has run out by
@@ -226,7 +224,9 @@ bool discover(Oid queue, FrontierView *view, TimestampTz moment)
         found[i] = DatumGetInt32(ck::result_datum(i, 1, &isnull));
     }
     return ck::pg_call([&] {
-        SPI_freetuptable(SPI_tuptable); return ck::frontier_discovered(queue, view, static_cast<int>(n), found, moment); });
+        SPI_freetuptable(SPI_tuptable);
+        return ck::frontier_discovered(queue, view, static_cast<int>(n), found, moment);
+    });
 }
 
 // Buries expired jobs on their last attempt (they are skipped by the claim, so they would

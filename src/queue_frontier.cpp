@@ -90,11 +90,6 @@ struct Shared {
 
 Shared *shared = nullptr;
 
-bool less(const FrontierKey &a, const FrontierKey &b)
-{
-    return a.run_at < b.run_at || (a.run_at == b.run_at && a.id < b.id);
-}
-
 constexpr FrontierKey key_min{DT_NOBEGIN, PG_INT64_MIN};
 
 // Which slot this backend last found each queue in (checked under the slot's lock).
@@ -187,7 +182,7 @@ void push(Slot *s, bool reset, int32 priority, FrontierKey key, TimestampTz now)
     // this one too, so one of the same priority can take the lower key of both.
     Lowering &latest = s->ring[s->epoch % ring_size];
     if (s->epoch > 0 && s->viewed < s->epoch && !reset && !latest.reset && latest.priority == priority) {
-        if (less(key, latest.key))
+        if (key_less(key, latest.key))
             latest.key = key;
     } else {
         s->epoch++;
@@ -213,7 +208,7 @@ void push(Slot *s, bool reset, int32 priority, FrontierKey key, TimestampTz now)
     }
     int i = find_priority(s, priority);
     if (i >= 0) {
-        if (less(key, s->start[i]))
+        if (key_less(key, s->start[i]))
             s->start[i] = key;
     } else if (!add_priority(s, priority, key)) {
         s->known = false;
@@ -265,7 +260,7 @@ void record(EventKind kind, Oid queue, int32 priority, FrontierKey key)
     for (int i = 0; i < nevents; i++) {
         Event &e = events[i];
         if (e.queue == queue && e.kind == kind && e.level == level && (kind == EventKind::Reset || e.priority == priority)) {
-            if (less(key, e.key))
+            if (key_less(key, e.key))
                 e.key = key;
             return;
         }
@@ -449,11 +444,11 @@ void frontier_advance(Oid queue, const FrontierView &v, int32 priority, Frontier
         const Lowering &l = s->ring[e % ring_size];
         if (l.reset)
             ok = false;
-        else if (l.priority == priority && less(l.key, to))
+        else if (l.priority == priority && key_less(l.key, to))
             to = l.key;
     }
     int i = ok ? find_priority(s, priority) : -1;
-    if (i >= 0 && less(s->start[i], to))
+    if (i >= 0 && key_less(s->start[i], to))
         s->start[i] = to;
     SpinLockRelease(&s->mutex);
 }
@@ -517,7 +512,7 @@ void frontier_check_claimed(Oid queue, int32 priority, FrontierKey key)
     if (s == nullptr)
         return;
     int i = find_priority(s, priority);
-    if (s->known && (i < 0 || less(key, s->start[i])))
+    if (s->known && (i < 0 || key_less(key, s->start[i])))
         push(s, false, priority, key, GetCurrentTimestamp());
     SpinLockRelease(&s->mutex);
 }

@@ -17,6 +17,12 @@ struct FrontierKey {
     int64 id;
 };
 
+// The order of the claim index within one priority.
+inline bool key_less(const FrontierKey &a, const FrontierKey &b)
+{
+    return a.run_at < b.run_at || (a.run_at == b.run_at && a.id < b.id);
+}
+
 constexpr int frontier_max_priorities = 16;
 
 // How a claim runs, decided before its snapshot is taken.
