@@ -135,10 +135,11 @@ uint64 execute_in_index_order(const Prepared &p, Datum *values, ck::Snap snap, S
     if (!planning)
         return execute();
     int nest = ck::pg_call([] {
+        // Joins by nested loop only: the claim's update finds the picked rows by primary key.
         // jit off too: a plan that needs a disabled node costs above jit_above_cost, and its
         // generic plan would then be compiled at every execution.
         return ck::push_settings({{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"},
-                                  {"jit", "off"}});
+                                  {"enable_hashjoin", "off"}, {"enable_mergejoin", "off"}, {"jit", "off"}});
     });
     uint64 n = execute();
     ck::pg_call([&] { ck::pop_settings(nest); });

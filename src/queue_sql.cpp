@@ -94,21 +94,20 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         // xmin of that version, which the frontier needs (queue.cpp, take_claimed). ClaimFrom
         // reads one priority from its frontier ($5, $6, $7): with the priority fixed,
         // run_at <= $4 ends the scan, and the row comparison starts it at (run_at, id) itself
-        // (not at the first of many jobs enqueued with one run_at). The picked rows are a CTE,
-        // run once, and the update finds them by primary key (= ANY (ARRAY(...))): as a join,
-        // a plan made after an ANALYZE of a bloated queue put the picking subquery on the
-        // inner side of a nested loop and ran it again for every row of the table. (The caller
-        // puts the rows in claim order: an ORDER BY here would be planned as a disabled sort.)
+        // (not at the first of many jobs enqueued with one run_at). The picked rows are a
+        // MATERIALIZED CTE, run once, and the update joins them by primary key in a nested
+        // loop (the only join its plan may use, queue.cpp): as a subquery, a plan made after an
+        // ANALYZE of a bloated queue put the pick on the inner side of a nested loop and ran it
+        // again for every row of the table. (The caller puts the rows in claim order: an ORDER
+        // BY here would be planned as a disabled sort.)
         std::string where = kind == StatementKind::Claim
             ? std::string("run_at" CK_OP("<=") "$4")
             : "priority" EQ "$5 AND (run_at, id)" CK_OP(">=") "($6, $7) AND run_at" CK_OP("<=") "$4";
-        Statement st{"WITH c AS (SELECT id, priority, run_at, xmin FROM " + q + " WHERE " + where + " AND attempts" CK_OP("<")
-                     "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED), "
-                     "u AS (UPDATE " + q + " SET lease_token = pg_catalog.nextval('ck.lease_tokens'::pg_catalog.regclass), "
-                     "run_at = $4" CK_OP("+") "$2, attempts = attempts" CK_OP("+") "1 "
-                     "WHERE id" EQ "ANY (ARRAY(SELECT c.id FROM c)) RETURNING id, lease_token, attempts, payload, run_at) "
-                     "SELECT u.id, u.lease_token, u.attempts, u.payload, u.run_at, c.priority, c.run_at, c.xmin "
-                     "FROM u JOIN c ON c.id" EQ "u.id",
+        Statement st{"WITH c AS MATERIALIZED (SELECT id, priority, run_at, xmin FROM " + q + " WHERE " + where +
+                     " AND attempts" CK_OP("<") "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) "
+                     "UPDATE " + q + " AS j SET lease_token = pg_catalog.nextval('ck.lease_tokens'::pg_catalog.regclass), "
+                     "run_at = $4" CK_OP("+") "$2, attempts = j.attempts" CK_OP("+") "1 FROM c WHERE j.id" EQ "c.id "
+                     "RETURNING j.id, j.lease_token, j.attempts, j.payload, j.run_at, c.priority, c.run_at, c.xmin",
                      {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, INT8OID},
                      kind == StatementKind::Claim ? 4 : 7, generic_fast};
         return st;
