@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench-sustained` (test/run.sh bench-sustained starts the throwaway cluster, then runs this): a sustained run
 # of ck's queue and of the seed statement side by side, at the same time, on one cluster with autovacuum at its
-# defaults. For each: 8 producers enqueue CK_SUSTAINED_JOBS jobs (default 5,000,000) at CK_SUSTAINED_RATE jobs/s
+# defaults (CK_SUSTAINED_SYSTEMS="ck" for ck's alone). For each: 8 producers enqueue CK_SUSTAINED_JOBS jobs (default 5,000,000) at CK_SUSTAINED_RATE jobs/s
 # (default 1,000, what this 2-CPU machine sustains for both at once; pgbench -R), one per transaction, while 8 workers claim and complete them; every 10 s a sample of
 # jobs done, backlog, heap and index size, dead tuples and autovacuum passes, and the p50/p99 latency of the claims
 # in those 10 s (from pgbench's transaction log). synchronous_commit off for every client (at on, this 2-CPU
@@ -21,7 +21,7 @@ rate=${CK_SUSTAINED_RATE:-1000}
 producers=8
 workers=8
 drain_limit=${CK_SUSTAINED_DRAIN_LIMIT:-900}   # seconds to wait, once the producers are done, for the queues to empty
-systems=(ck seed)
+read -r -a systems <<<"${CK_SUSTAINED_SYSTEMS:-ck seed}"
 declare -A label=([ck]="ck.claim + ck.complete" [seed]="seed: SKIP LOCKED + DELETE")
 declare -A table=([ck]=sustained [seed]=tasks)
 
@@ -159,8 +159,13 @@ summary_row() {
         END { printf "| %s | %.0f | %\047d | %.1f / %.1f | %.1f / %.1f | %\047d | %d | %s / %.2f | %s / %.2f | %.2f |\n",
                      name, sr / sn, backlog, heap, idx, h, i, dead, av, f50, f99, l50, l99, m99 }' "$data/sustained_$1.dat"
 }
+if ((${#systems[@]} > 1)); then
+    title="ck's queue and the seed statement side by side" together="Both queues at the same time: for each,"
+else
+    title="${label[${systems[0]}]} alone" together="One queue alone:"
+fi
 cat >"$results" <<EOF
-# Sustained run: ck's queue and the seed statement side by side
+# Sustained run: $title
 
 $(date -u '+%Y-%m-%d %H:%M UTC'), PostgreSQL $(value -c 'SHOW server_version'), $(nproc) CPUs, the throwaway cluster
 (test/cluster.sh), autovacuum at the server's defaults (naptime $(value -c 'SHOW autovacuum_naptime'), cost limit
@@ -169,13 +174,13 @@ $(value -c "SELECT CASE current_setting('autovacuum_vacuum_cost_limit') WHEN '-1
 \`ck.create_queue\` makes it ($(value -c "SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE relname = 'sustained'")), the
 seed's table with no options. Written by test/bench/sustained/run.sh (\`make bench-sustained\`).
 
-Both queues at the same time: for each, $producers producers enqueue $jobs jobs, one per transaction, at $rate
+$together $producers producers enqueue $jobs jobs, one per transaction, at $rate
 jobs/s in all (pgbench -R), while $workers workers claim one job per transaction and complete it in the next
 (a 10 ms pause when the claim finds nothing); synchronous_commit off. The producers were done after $produced s,
 the queues empty after $drained s. Every 10 s: jobs completed, heap (pg_table_size) and index size, dead tuples
 (pg_stat_user_tables) and the claims' latency (pgbench's transaction log, the claim alone; empty claims
 included). Load average (1, 5, 15 min) at the start $load_before, when the producers were done $load_after (this
-run's own clients and server count for about 2 to 3 on these 2 CPUs: more is other work on the machine). Plots: test/bench/sustained_ck.png, test/bench/sustained_seed.png; data: test/bench/sustained/data/.
+run's own clients and server count for about 2 to 3 on these 2 CPUs: more is other work on the machine). Plots: $(printf 'test/bench/sustained_%s.png ' "${systems[@]}"); data: test/bench/sustained/data/.
 
 | queue | jobs/s (mean while producing) | max backlog | max heap / index MB | at the end heap / index MB | max dead tuples | autovacuum passes | claim p50 / p99 ms, first minute | last minute of producing | max p99 ms (10 s window) |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
