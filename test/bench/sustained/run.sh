@@ -7,7 +7,7 @@
 # in those 10 s (from pgbench's transaction log). synchronous_commit off for every client (at on, this 2-CPU
 # machine commits far fewer than the 6 transactions per job the two queues need at that rate).
 # Writes test/bench/sustained/report.md, the data under test/bench/sustained/data/ and the plots
-# test/bench/sustained_ck.png and test/bench/sustained_seed.png.
+# test/bench/sustained_SYSTEM.png (sustained_ck.png, sustained_seed.png).
 set -euo pipefail
 shopt -s inherit_errexit
 
