@@ -159,10 +159,14 @@ summary_row() {
         END { printf "| %s | %.0f | %\047d | %.1f / %.1f | %.1f / %.1f | %\047d | %d | %s / %.2f | %s / %.2f | %.2f |\n",
                      name, sr / sn, backlog, heap, idx, h, i, dead, av, f50, f99, l50, l99, m99 }' "$data/sustained_$1.dat"
 }
+ck_table="ck's queue as \`ck.create_queue\` makes it ($(value -c "SELECT array_to_string(reloptions, ', ')
+    FROM pg_class WHERE relname = 'sustained'"))" seed_table="the seed's table with no options"
 if ((${#systems[@]} > 1)); then
     title="ck's queue and the seed statement side by side" together="Both queues at the same time: for each,"
+    tables="$ck_table, $seed_table"
 else
     title="${label[${systems[0]}]} alone" together="One queue alone:"
+    [[ ${systems[0]} == ck ]] && tables=$ck_table || tables=$seed_table
 fi
 cat >"$results" <<EOF
 # Sustained run: $title
@@ -170,9 +174,7 @@ cat >"$results" <<EOF
 $(date -u '+%Y-%m-%d %H:%M UTC'), PostgreSQL $(value -c 'SHOW server_version'), $(nproc) CPUs, the throwaway cluster
 (test/cluster.sh), autovacuum at the server's defaults (naptime $(value -c 'SHOW autovacuum_naptime'), cost limit
 $(value -c "SELECT CASE current_setting('autovacuum_vacuum_cost_limit') WHEN '-1' THEN current_setting('vacuum_cost_limit')
-                   ELSE current_setting('autovacuum_vacuum_cost_limit') END"), cost delay $(value -c 'SHOW autovacuum_vacuum_cost_delay')); ck's queue as
-\`ck.create_queue\` makes it ($(value -c "SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE relname = 'sustained'")), the
-seed's table with no options. Written by test/bench/sustained/run.sh (\`make bench-sustained\`).
+                   ELSE current_setting('autovacuum_vacuum_cost_limit') END"), cost delay $(value -c 'SHOW autovacuum_vacuum_cost_delay')); $tables. Written by test/bench/sustained/run.sh (\`make bench-sustained\`).
 
 $together $producers producers enqueue $jobs jobs, one per transaction, at $rate
 jobs/s in all (pgbench -R), while $workers workers claim one job per transaction and complete it in the next
