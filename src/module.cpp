@@ -3,6 +3,7 @@
 #include "lock_namespace.hpp"
 #include "plan_cache.hpp"
 #include "queue_frontier.hpp"
+#include "queue_plan.hpp"
 #include "queue_wakeup.hpp"
 
 extern "C" {
@@ -21,5 +22,6 @@ void _PG_init(void)
     ck::lock_namespace_init();
     ck::queue_wakeup_init();
     ck::queue_frontier_init();
+    ck::queue_plan_init();
 }
 }

@@ -3,9 +3,9 @@
 // token in its WHERE, so a worker whose lease expired and was re-claimed changes nothing.
 #include "args.hpp"
 #include "errcodes.hpp"
-#include "guc_scope.hpp"
 #include "queue.hpp"
 #include "queue_frontier.hpp"
+#include "queue_plan.hpp"
 #include "queue_wakeup.hpp"
 #include "spi.hpp"
 
@@ -116,35 +116,14 @@ void replan_if_grown(Oid queue, const Prepared &claim)
         ck::pg_call([&] { CacheInvalidateRelcacheByRelid(queue); });
 }
 
-// Executes a statement that must walk the claim index in order (the claim, the burial). Its
-// generic plan is made at the first execution and again after each invalidation, such as an
-// ANALYZE that saw the queue nearly empty; made then with sequential scans, bitmap scans and
-// sorts allowed, it would sort the whole backlog on every call until the next ANALYZE (seen
-// in the sustained benchmark: 40 ms per claim instead of 0.1). So they are off while it is made.
-// With a snapshot (the frontier's), it runs with that one instead of `snap`.
-uint64 execute_in_index_order(const Prepared &p, Datum *values, ck::Snap snap, Snapshot snapshot = nullptr)
+// Executes a statement that must walk the claim index in order (the claim, the burial) of
+// queue, with the plan queue_plan.cpp makes. With a snapshot (the frontier's), it runs with
+// that one instead of `snap`.
+uint64 execute_in_index_order(Oid queue, const Prepared &p, Datum *values, ck::Snap snap, Snapshot snapshot = nullptr)
 {
-    auto execute = [&] {
-        return snapshot != nullptr ? ck::execute_plan_in(p.plan, values, nullptr, snapshot)
-                                   : ck::execute_plan(p.plan, values, nullptr, snap);
-    };
-    bool planning = ck::pg_call([&] {
-        AcceptInvalidationMessages();
-        return !p.planned || !SPI_plan_is_valid(p.plan);
-    });
-    if (!planning)
-        return execute();
-    int nest = ck::pg_call([] {
-        // Joins by nested loop only: the claim's update finds the picked rows by primary key.
-        // jit off too: a plan that needs a disabled node costs above jit_above_cost, and its
-        // generic plan would then be compiled at every execution.
-        return ck::push_settings({{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"},
-                                  {"enable_hashjoin", "off"}, {"enable_mergejoin", "off"}, {"jit", "off"}});
-    });
-    uint64 n = execute();
-    ck::pg_call([&] { ck::pop_settings(nest); });
-    p.planned = true;
-    return n;
+    ck::plan_in_index_order(p, queue);
+    return snapshot != nullptr ? ck::execute_plan_in(p.plan, values, nullptr, snapshot)
+                               : ck::execute_plan(p.plan, values, nullptr, snap);
 }
 
 // Whether the caller may bury: move jobs out of the queue (SELECT, DELETE) into its dead
@@ -237,7 +216,7 @@ void bury(Oid queue, const FrontierView &view, TimestampTz moment, ck::Snap snap
 {
     const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
     Datum args[3] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment), TimestampTzGetDatum(view.bury_from)};
-    uint64 n = execute_in_index_order(bury, args, snap, snapshot);
+    uint64 n = execute_in_index_order(queue, bury, args, snap, snapshot);
     ck::pg_call([&] {
         for (uint64 i = 0; i < n; i++) {
             JobKey was = job_key(i, 2, 1);
@@ -284,7 +263,7 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
             Datum values[7] = {Int32GetDatum(want), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
                                TimestampTzGetDatum(moment), Int32GetDatum(view.priority[i]),
                                TimestampTzGetDatum(view.start[i].run_at), Int64GetDatum(view.start[i].id)};
-            uint64 got = execute_in_index_order(from, values, snap, snapshot);
+            uint64 got = execute_in_index_order(queue, from, values, snap, snapshot);
             FrontierKey last = take_claimed(queue, out, view.mode, snapshot);
             // Came back short: nothing claimable is left up to the moment.
             FrontierKey to = got < static_cast<uint64>(want) ? FrontierKey{moment, PG_INT64_MIN} : last;
@@ -294,7 +273,7 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
     } else {
         Datum values[4] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
                            TimestampTzGetDatum(moment)};
-        n = execute_in_index_order(claim, values, snap, snapshot);
+        n = execute_in_index_order(queue, claim, values, snap, snapshot);
         take_claimed(queue, out, view.mode, snapshot);
     }
     // Also every 64th claim: in a queue that never runs short they would wait forever.

@@ -95,18 +95,22 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         // reads one priority from its frontier ($5, $6, $7): with the priority fixed,
         // run_at <= $4 ends the scan, and the row comparison starts it at (run_at, id) itself
         // (not at the first of many jobs enqueued with one run_at). The picked rows are a
-        // MATERIALIZED CTE, run once, and the update joins them by primary key in a nested
-        // loop (the only join its plan may use, queue.cpp): as a subquery, a plan made after an
-        // ANALYZE of a bloated queue put the pick on the inner side of a nested loop and ran it
-        // again for every row of the table. (The caller puts the rows in claim order: an ORDER
-        // BY here would be planned as a disabled sort.)
+        // MATERIALIZED CTE, run once, and the update finds them by id in a nested loop: as a
+        // subquery, a plan made after an ANALYZE of a bloated queue put the pick on the inner
+        // side of a nested loop and ran it again for every row of the table. The join is
+        // "j.id = ANY (ARRAY[c.id])", not "j.id = c.id": an equality the planner could merge
+        // on makes a full scan of the primary key useful to it, and after such an ANALYZE it
+        // put that scan outside the loop and read the whole table at every claim. Without it,
+        // and with the indexes queue_plan.cpp leaves it, the one plan not disabled looks each
+        // row up by primary key. (The caller puts the rows in claim order: an ORDER BY here
+        // would be planned as a disabled sort.)
         std::string where = kind == StatementKind::Claim
             ? std::string("run_at" CK_OP("<=") "$4")
             : "priority" EQ "$5 AND (run_at, id)" CK_OP(">=") "($6, $7) AND run_at" CK_OP("<=") "$4";
         Statement st{"WITH c AS MATERIALIZED (SELECT id, priority, run_at, xmin FROM " + q + " WHERE " + where +
                      " AND attempts" CK_OP("<") "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) "
                      "UPDATE " + q + " AS j SET lease_token = pg_catalog.nextval('ck.lease_tokens'::pg_catalog.regclass), "
-                     "run_at = $4" CK_OP("+") "$2, attempts = j.attempts" CK_OP("+") "1 FROM c WHERE j.id" EQ "c.id "
+                     "run_at = $4" CK_OP("+") "$2, attempts = j.attempts" CK_OP("+") "1 FROM c WHERE j.id" EQ "ANY (ARRAY[c.id]) "
                      "RETURNING j.id, j.lease_token, j.attempts, j.payload, j.run_at, c.priority, c.run_at, c.xmin",
                      {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, INT8OID},
                      kind == StatementKind::Claim ? 4 : 7, generic_fast};

@@ -77,7 +77,11 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 mkdir -p "$data"
-rm -f "$data"/*.dat
+# Only the runs made now are replaced: a run of one system (CK_HORIZON_SYSTEMS=ck) keeps the other's data, and the
+# report says when and on which commit each row was measured (data/when_VARIANT_SYSTEM.txt).
+for v in "${variants[@]}"; do
+    for s in "${systems[@]}"; do rm -f "$data"/*_"${v}_$s".dat "$data/when_${v}_$s.txt"; done
+done
 dropdb --if-exists --force "$db"
 createdb "$db"
 sql -c 'CREATE EXTENSION concurrency_kit'
@@ -232,13 +236,15 @@ SQL
             }
             seen = 1; t = $1; d0 = del; s0 = $4; e0 = $5; b0 = $6
         }' "$data/samples_$tag.dat" >"$data/horizon_$tag.dat"
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(git -C "$bench" rev-parse --short HEAD 2>/dev/null || echo 'no git')$(
+        git -C "$bench" diff --quiet HEAD -- ../../src 2>/dev/null || echo ' + uncommitted src')" >"$data/when_$tag.txt"
     printf -- '-- jobs/s clean | last pin minute | share of clean | of offered:%s\n' "$(summary_row "$variant" "$system" | cut -d'|' -f3-6)"
 }
 
 # summary_row VARIANT SYSTEM: one row of the report's table.
 summary_row() {
     local tag=$1_$2
-    awk -v name="${label[$2]}" -v c="$clean" -v p="$pin" -v r="$recover" -v rate="$rate" -v ph="$data/phase_$tag.dat" '
+    awk -v name="${label[$2]}" -v when="$(cat "$data/when_$tag.txt" 2>/dev/null || echo -)" -v c="$clean" -v p="$pin" -v r="$recover" -v rate="$rate" -v ph="$data/phase_$tag.dat" '
         BEGIN { while ((getline line < ph) > 0) { split(line, f, " "); q[f[1]] = f[4] } }
         # windows that end in (10, clean], (clean + pin - 60, clean + pin], (clean + pin, clean + pin + 60]
         $1 > 15 && $1 < c + 5 { cr += $2; cn++; cs += $8; cp += $8 * $9 }
@@ -247,11 +253,11 @@ summary_row() {
         { if ($3 > backlog) backlog = $3; if ($4 > dead) dead = $4; if ($11 > age) age = $11 }
         END {
             clean = cn ? cr / cn : 0; last = pn ? pr / pn : 0
-            printf "| %s | %.0f | %.0f | %.2f | %.2f | %.0f | %\047d | %\047d | %s / %s | %s / %s | %.1f / %.1f |\n", name, clean,
+            printf "| %s | %.0f | %.0f | %.2f | %.2f | %.0f | %\047d | %\047d | %s / %s | %s / %s | %.1f / %.1f | %s |\n", name, clean,
                    last, clean ? last / clean : 0, last / rate, rn ? rr / rn : 0, backlog, dead,
                    (0 in q ? q[0] : "-"), ("pin" in q ? q["pin"] : "-"),
                    ("wait_clean" in q ? q["wait_clean"] : "-"), ("wait_pin" in q ? q["wait_pin"] : "-"),
-                   cs ? cp / cs : 0, ps ? pp / ps : 0 }' "$data/horizon_$tag.dat"
+                   cs ? cp / cs : 0, ps ? pp / ps : 0, when }' "$data/horizon_$tag.dat"
 }
 
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -260,8 +266,17 @@ for variant in "${variants[@]}"; do
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# Plots: one per variant, both systems, the pin shaded.
-for variant in "${variants[@]}"; do
+# The report and the plots show every run whose data is here: those made now and those kept.
+reported=()
+for variant in idle rr; do
+    for system in ck seed; do [[ -e $data/horizon_${variant}_$system.dat ]] && reported+=("$variant") && break; done
+done
+# has VARIANT SYSTEM: that run's data is here.
+has() { [[ -e $data/horizon_$1_$2.dat ]]; }
+
+# Plots: one per variant with both systems' data, the pin shaded.
+for variant in "${reported[@]}"; do
+    has "$variant" ck && has "$variant" seed || continue
     gnuplot -e "ck='$data/horizon_${variant}_ck.dat'; seed='$data/horizon_${variant}_seed.dat'; \
                 out='$bench/horizon_$variant.png'; name='${variant_label[$variant]}'; clean=$clean; pin=$pin; \
                 total=$total; rate=$rate" "$here/plot.gp"
@@ -295,17 +310,18 @@ the largest backlog and dead-tuple count (n_dead_tup) seen in a sample; the clai
 log, the claim alone, empty claims included) and the jobs' wait p99 (enqueue to claim, the jobs claimed in the
 phase; the workers poll, so a job that arrives while its worker sleeps its 10 ms waits up to that long even
 with no backlog) in the clean phase / in the last minute of the pin; the claim index's pages (hit or read,
-pg_statio_user_indexes) per index scan in the same two phases (the producers' inserts into the index count too).
+pg_statio_user_indexes) per index scan in the same two phases (the producers' inserts into the index count too);
+when the row was measured and on which commit (a run of one system keeps the other's last row).
 EOF
-    for variant in "${variants[@]}"; do
+    for variant in "${reported[@]}"; do
         cat <<EOF
 
 ## $variant: ${variant_label[$variant]}
 
-| queue | clean jobs/s | last pin minute jobs/s | share of clean | share of offered | recovery minute jobs/s | max backlog | max dead tuples | claim p99 ms, clean / last pin minute | wait p99 ms, clean / last pin minute | claim-index pages per scan, clean / last pin minute |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| queue | clean jobs/s | last pin minute jobs/s | share of clean | share of offered | recovery minute jobs/s | max backlog | max dead tuples | claim p99 ms, clean / last pin minute | wait p99 ms, clean / last pin minute | claim-index pages per scan, clean / last pin minute | measured |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
 EOF
-        for system in "${systems[@]}"; do summary_row "$variant" "$system"; done
+        for system in ck seed; do ! has "$variant" "$system" || summary_row "$variant" "$system"; done
         cat <<EOF
 
 ![$variant](../horizon_$variant.png)

@@ -1,0 +1,89 @@
+// The claim and the burial run kept generic plans, made at the first call and again after
+// each invalidation, such as an ANALYZE. Made from the statistics of the moment, two plans
+// read the whole queue at every call until the next invalidation:
+// - With sequential scans, bitmap scans and sorts allowed, an ANALYZE that saw the queue
+//   nearly empty makes the claim sort the whole backlog (the sustained benchmark: 40 ms per
+//   claim instead of 0.1). So they are off while the plan is made; jit too: a plan that needs
+//   a disabled node costs above jit_above_cost and would be compiled at every execution.
+// - The rows the statement changes are found again by id (the claim's UPDATE joins the picked
+//   rows, the burial's DELETE takes an array of ids). After an ANALYZE that saw a bloated queue
+//   nearly empty, the planner estimates one row in the table, and finding a row by id through
+//   the claim index (id is its last column: a walk of the whole index) costs it the same as
+//   through the primary key; it took the claim index, and the 10-minute REPEATABLE READ
+//   horizon run fell to a fifth of its rate. So while the plan is made, the table the
+//   statement changes offers the planner only the indexes that start with id.
+// The plan is made apart from the execution (SPI_plan_get_cached_plan), so that neither the
+// settings nor the restriction reach the statements that triggers run during it.
+#include "queue_plan.hpp"
+#include "guc_scope.hpp"
+#include "spi.hpp"
+
+extern "C" {
+#include "optimizer/plancat.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/resowner.h"
+}
+
+namespace ck {
+
+namespace {
+
+Oid restricted_queue = InvalidOid;
+AttrNumber restricted_id = InvalidAttrNumber;
+get_relation_info_hook_type previous_hook = nullptr;
+
+// get_relation_info_hook: the target of the statement being planned keeps the indexes that
+// start with id. (Plain C inside: it may raise.)
+void only_lookups_by_id(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel)
+{
+    if (previous_hook != nullptr)
+        previous_hook(root, relid, inhparent, rel);
+    if (relid != restricted_queue || root->parse->resultRelation != static_cast<int>(rel->relid))
+        return;
+    List *kept = NIL;
+    ListCell *cell;
+    foreach (cell, rel->indexlist) {
+        IndexOptInfo *index = static_cast<IndexOptInfo *>(lfirst(cell));
+        if (index->nkeycolumns > 0 && index->indexkeys[0] == restricted_id)
+            kept = lappend(kept, index);
+    }
+    rel->indexlist = kept;
+}
+
+} // namespace
+
+void queue_plan_init()
+{
+    previous_hook = get_relation_info_hook;
+    get_relation_info_hook = only_lookups_by_id;
+}
+
+void plan_in_index_order(const Prepared &p, Oid queue)
+{
+    bool planning = pg_call([&] {
+        AcceptInvalidationMessages();
+        return !p.planned || !SPI_plan_is_valid(p.plan);
+    });
+    if (!planning)
+        return;
+    struct Restriction {
+        explicit Restriction(Oid queue)
+        {
+            restricted_id = pg_call([&] { return get_attnum(queue, "id"); });
+            restricted_queue = queue;
+        }
+        ~Restriction() { restricted_queue = InvalidOid; }
+    } restriction(queue);
+    pg_call([&] {
+        int nest = push_settings({{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"},
+                                  {"jit", "off"}});
+        // The locks it takes are held to the end of the transaction, so the execution that
+        // follows receives no invalidation in between and runs this plan.
+        ReleaseCachedPlan(SPI_plan_get_cached_plan(p.plan), CurrentResourceOwner);
+        pop_settings(nest);
+    });
+    p.planned = true;
+}
+
+} // namespace ck
