@@ -77,6 +77,9 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 mkdir -p "$data"
+# The code measured: the commit the library was built from just before this script (test/run.sh builds it).
+built="$(git -C "$bench" rev-parse --short HEAD 2>/dev/null || echo 'no git')$(
+    git -C "$bench" diff --quiet HEAD -- ../../src 2>/dev/null || echo ' + uncommitted src')"
 # Only the runs made now are replaced: a run of one system (CK_HORIZON_SYSTEMS=ck) keeps the other's data, and the
 # report says when and on which commit each row was measured (data/when_VARIANT_SYSTEM.txt).
 for v in "${variants[@]}"; do
@@ -236,8 +239,7 @@ SQL
             }
             seen = 1; t = $1; d0 = del; s0 = $4; e0 = $5; b0 = $6
         }' "$data/samples_$tag.dat" >"$data/horizon_$tag.dat"
-    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(git -C "$bench" rev-parse --short HEAD 2>/dev/null || echo 'no git')$(
-        git -C "$bench" diff --quiet HEAD -- ../../src 2>/dev/null || echo ' + uncommitted src')" >"$data/when_$tag.txt"
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $built" >"$data/when_$tag.txt"
     printf -- '-- jobs/s clean | last pin minute | share of clean | of offered:%s\n' "$(summary_row "$variant" "$system" | cut -d'|' -f3-6)"
 }
 
