@@ -51,3 +51,35 @@ COMMIT;
 SELECT count(*) AS buried FROM stale_q_dead;
 
 SELECT ck.drop_queue('stale_q');
+
+-- The acknowledgements find their job by id too: complete_many joins its pairs (planned as the
+-- claim is), the others take one id.
+SELECT ck.create_queue('stale_ack') IS NOT NULL AS created;
+ALTER TABLE stale_ack SET (autovacuum_enabled = off);
+INSERT INTO stale_ack (payload) SELECT '{}' FROM generate_series(1, 50000);
+DELETE FROM stale_ack WHERE id < 50000;
+VACUUM ANALYZE stale_ack;
+INSERT INTO stale_ack (payload) SELECT '{}' FROM generate_series(1, 50000);
+CREATE TEMP TABLE leases AS SELECT id, lease_token FROM ck.claim('stale_ack', 6);
+BEGIN;
+SELECT pg_temp.pages_read('stale_ack') AS before \gset
+SELECT count(*) AS completed FROM ck.complete_many('stale_ack',
+    ARRAY(SELECT id FROM leases ORDER BY id LIMIT 2), ARRAY(SELECT lease_token FROM leases ORDER BY id LIMIT 2));
+SELECT pg_temp.pages_read('stale_ack') - :before < 60 AS few_pages;
+COMMIT;
+CREATE FUNCTION pg_temp.ack_pages(call text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    before bigint := pg_temp.pages_read('stale_ack');
+BEGIN
+    EXECUTE call;
+    RETURN pg_temp.pages_read('stale_ack') - before < 40;
+END $$;
+SELECT pg_temp.ack_pages(format('SELECT ck.complete(%L, %s, %s)', 'stale_ack', id, lease_token)) AS complete_few_pages
+FROM leases ORDER BY id OFFSET 2 LIMIT 1;
+SELECT pg_temp.ack_pages(format('SELECT ck.extend_lease(%L, %s, %s, %L)', 'stale_ack', id, lease_token, '1 minute'))
+    AS extend_few_pages
+FROM leases ORDER BY id OFFSET 3 LIMIT 1;
+SELECT pg_temp.ack_pages(format('SELECT ck.fail(%L, %s, %s, %L)', 'stale_ack', id, lease_token, 'retry')) AS fail_few_pages
+FROM leases ORDER BY id OFFSET 4 LIMIT 1;
+SELECT ck.drop_queue('stale_ack');

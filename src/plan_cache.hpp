@@ -16,6 +16,9 @@ enum class StatementKind : uint8_t {
     ReadAsText,      // the current value of a column, for the messages of raising forms
     QueueConfig,     // a queue's row of ck.queues
     Enqueue,
+    EnqueueUnique,   // the same with a unique key: nothing when a job holds the key
+    FindUnique,      // the job holding a unique key
+    Cancel,          // a job -> dead letters, with the reason cancelled
     Claim,           // the whole claim index in order
     ClaimFrom,       // one priority, from its frontier
     Priorities,      // a queue's distinct priorities (a loose scan)

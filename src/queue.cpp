@@ -5,6 +5,7 @@
 #include "errcodes.hpp"
 #include "queue.hpp"
 #include "queue_frontier.hpp"
+#include "queue_key.hpp"
 #include "queue_plan.hpp"
 #include "queue_wakeup.hpp"
 #include "spi.hpp"
@@ -25,6 +26,10 @@ extern "C" {
 namespace {
 
 using ck::FrontierKey;
+using ck::JobKey;
+using ck::job_key;
+using ck::ready_again_on_abort;
+using ck::check_key_columns;
 using ck::FrontierView;
 using ck::key_less;
 using ck::finite_interval_arg;
@@ -59,50 +64,6 @@ Ack ack_args(FunctionCallInfo fcinfo)
     return {PG_GETARG_OID(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
 }
 
-// A job's place in the claim index.
-struct JobKey {
-    int32 priority;
-    FrontierKey key;
-};
-
-// Columns col, col + 1 (priority, run_at) and id_col (0: none) of the last execution must
-// have the types ck.create_queue gives them. Inside pg_call.
-void check_key_columns(int col, int id_col)
-{
-    TupleDesc desc = SPI_tuptable->tupdesc;
-    if (SPI_gettypeid(desc, col) != INT4OID || SPI_gettypeid(desc, col + 1) != TIMESTAMPTZOID ||
-        (id_col > 0 && SPI_gettypeid(desc, id_col) != INT8OID))
-        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                        errmsg("the queue's columns priority and run_at are of types %s and %s, not integer and "
-                               "timestamp with time zone", format_type_be(SPI_gettypeid(desc, col)),
-                               format_type_be(SPI_gettypeid(desc, col + 1))),
-                        errhint("The table was altered after ck.create_queue made it: give the columns back their types.")));
-}
-
-// The place of the job of result row `row`: its id from column id_col (0: the given id), its
-// priority and run_at from columns col and col + 1. Inside pg_call.
-JobKey job_key(uint64 row, int col, int id_col, Datum id = 0)
-{
-    check_key_columns(col, id_col);
-    TupleDesc desc = SPI_tuptable->tupdesc;
-    bool isnull;
-    HeapTuple tuple = SPI_tuptable->vals[row];
-    if (id_col > 0)
-        id = SPI_getbinval(tuple, desc, id_col, &isnull);
-    return {DatumGetInt32(SPI_getbinval(tuple, desc, col, &isnull)),
-            FrontierKey{DatumGetTimestampTz(SPI_getbinval(tuple, desc, col + 1, &isnull)), DatumGetInt64(id)}};
-}
-
-// After an acknowledgement that locked or changed job id: if this transaction aborts, the
-// job is ready again where it was (columns col, col + 1 of the result: priority, run_at).
-void ready_again_on_abort(Oid queue, Datum id, int col)
-{
-    ck::pg_call([&] {
-        JobKey k = job_key(0, col, 0, id);
-        ck::frontier_on_abort(queue, k.priority, k.key);
-    });
-}
-
 int claims_since_burial = 0;
 
 // The claim's plan is generic and kept; made while the queue was nearly empty, it finds the
@@ -121,7 +82,7 @@ void replan_if_grown(Oid queue, const Prepared &claim)
 // that one instead of `snap`.
 uint64 execute_in_index_order(Oid queue, const Prepared &p, Datum *values, ck::Snap snap, Snapshot snapshot = nullptr)
 {
-    ck::plan_in_index_order(p, queue);
+    ck::plan_queue_statement(p, queue);
     return snapshot != nullptr ? ck::execute_plan_in(p.plan, values, nullptr, snapshot)
                                : ck::execute_plan(p.plan, values, nullptr, snap);
 }
@@ -308,6 +269,14 @@ CK_FUNCTION(ck_enqueue)
     require_arg(fcinfo, 2, "run_at");
     require_arg(fcinfo, 3, "priority");
     Oid queue = PG_GETARG_OID(0);
+    // unique_key came with 0.3.0: a library newer than the installed SQL gets four arguments.
+    if (PG_NARGS() > 4 && !PG_ARGISNULL(4)) {
+        ck::spi_connect();
+        ck::Enqueued job = ck::enqueue_unique(queue, PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3),
+                                              PG_GETARG_DATUM(4));
+        ck::spi_finish();
+        PG_RETURN_INT64(job.id);
+    }
     Datum values[3] = {PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3)};
     ck::spi_connect();
     const Prepared &p = ck::queue_statement(StatementKind::Enqueue, queue);
@@ -489,6 +458,7 @@ CK_FUNCTION(ck_complete_many)
     ck::spi_connect();
     Oid queue = PG_GETARG_OID(0);
     const Prepared &p = ck::queue_statement(StatementKind::CompleteMany, queue);
+    ck::plan_queue_statement(p, queue);
     ck::execute_plan(p.plan, values, nullptr);
     ck::pg_call([&] {
         for (uint64 i = 0; i < SPI_processed; i++) {

@@ -16,6 +16,14 @@ constexpr int bury_batch = 100;
 // when relid is not a table registered by ck.create_queue.
 const Prepared &queue_statement(StatementKind kind, Oid relid);
 
+// A job enqueued with a unique key (queue_unique.cpp): its id, and whether this call inserted
+// it (false: the job that already held the key).
+struct Enqueued {
+    int64 id;
+    bool inserted;
+};
+Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key);
+
 // The number of pages of table relid now.
 BlockNumber table_blocks(Oid relid);
 

@@ -102,11 +102,14 @@ CK_FUNCTION(ck_create_queue)
                      "attempts integer NOT NULL DEFAULT 0, "
                      "lease_token bigint, "
                      "enqueued_at timestamp with time zone NOT NULL DEFAULT pg_catalog.now(), "
-                     "last_error pg_catalog.text) "
+                     "last_error pg_catalog.text, "
+                     "unique_key pg_catalog.text) "
                      "WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.02)")
                         .c_str());
     ck::execute_sql(("CREATE INDEX ON " + q + " (priority, run_at, id)").c_str());
     ck::execute_sql(("CREATE INDEX ON " + q + " (run_at) WHERE lease_token IS NOT NULL").c_str());
+    // At most one job per unique key in the queue (queue_unique.cpp).
+    ck::execute_sql(("CREATE UNIQUE INDEX ON " + q + " (unique_key) WHERE unique_key IS NOT NULL").c_str());
     ck::execute_sql(("CREATE TABLE " + dead + " ("
                      "id bigint PRIMARY KEY, "
                      "job pg_catalog.jsonb NOT NULL, "

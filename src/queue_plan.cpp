@@ -1,17 +1,19 @@
-// The claim and the burial run kept generic plans, made at the first call and again after
-// each invalidation, such as an ANALYZE. Made from the statistics of the moment, two plans
-// read the whole queue at every call until the next invalidation:
+// The claim, the burial and complete_many run kept generic plans, made at the first call and
+// again after each invalidation, such as an ANALYZE. Made from the statistics of the moment,
+// two kinds of plan read the whole queue at every call until the next invalidation:
 // - With sequential scans, bitmap scans and sorts allowed, an ANALYZE that saw the queue
 //   nearly empty makes the claim sort the whole backlog (the sustained benchmark: 40 ms per
 //   claim instead of 0.1). So they are off while the plan is made; jit too: a plan that needs
 //   a disabled node costs above jit_above_cost and would be compiled at every execution.
-// - The rows the statement changes are found again by id (the claim's UPDATE joins the picked
-//   rows, the burial's DELETE takes an array of ids). After an ANALYZE that saw a bloated queue
-//   nearly empty, the planner estimates one row in the table, and finding a row by id through
-//   the claim index (id is its last column: a walk of the whole index) costs it the same as
-//   through the primary key; it took the claim index, and the 10-minute REPEATABLE READ
-//   horizon run fell to a fifth of its rate. So while the plan is made, the table the
-//   statement changes offers the planner only the indexes that start with id.
+// - The rows the statement changes are found by id (the claim's UPDATE joins the picked rows,
+//   the burial's DELETE takes an array of ids, complete_many's joins the pairs). After an
+//   ANALYZE that saw a bloated queue nearly empty, the planner estimates one row in the table,
+//   and finding a row by id through the claim index (id is its last column: a walk of the
+//   whole index) costs it the same as through the primary key; it took the claim index, and
+//   the 10-minute REPEATABLE READ horizon run fell to a fifth of its rate. So while the plan
+//   is made, the table the statement changes offers the planner only the indexes that start
+//   with id. (The joins are written so that a full scan of the primary key is of no use to
+//   the planner either: see the claim's SQL in queue_sql.cpp.)
 // The plan is made apart from the execution (SPI_plan_get_cached_plan), so that neither the
 // settings nor the restriction reach the statements that triggers run during it.
 #include "queue_plan.hpp"
@@ -59,7 +61,7 @@ void queue_plan_init()
     get_relation_info_hook = only_lookups_by_id;
 }
 
-void plan_in_index_order(const Prepared &p, Oid queue)
+void plan_queue_statement(const Prepared &p, Oid queue)
 {
     bool planning = pg_call([&] {
         AcceptInvalidationMessages();

@@ -86,6 +86,22 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
     case StatementKind::Enqueue:
         return {"INSERT INTO " + q + " (payload, run_at, priority) VALUES ($1, $2, $3) RETURNING id",
                 {JSONBOID, TIMESTAMPTZOID, INT4OID}, 3, 0};
+    case StatementKind::EnqueueUnique:
+        // ON CONFLICT DO NOTHING waits for a transaction still inserting the key and decides
+        // on its outcome, so a key never goes to two jobs and a rolled-back holder frees it.
+        return {"INSERT INTO " + q + " (payload, run_at, priority, unique_key) VALUES ($1, $2, $3, $4) "
+                "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id",
+                {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID}, 4, 0};
+    case StatementKind::FindUnique:
+        return {"SELECT id FROM " + q + " WHERE unique_key" EQ "$1", {TEXTOID}, 1, 0};
+    case StatementKind::Cancel:
+        // The job as it was goes to the dead letters; whether its lease was still valid says
+        // whether a worker may be running it.
+        return {"WITH gone AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *), dead AS ("
+                "INSERT INTO " + dead + " (id, job, attempts, last_error) "
+                "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, 'cancelled' FROM gone AS g) "
+                "SELECT lease_token IS NOT NULL AND run_at" CK_OP(">") "$2, priority, run_at FROM gone",
+                {INT8OID, TIMESTAMPTZOID}, 2, 0};
     case StatementKind::Claim:
     case StatementKind::ClaimFrom: {
         // One statement: pick ready jobs in order, skipping rows other claimers hold, and
@@ -134,10 +150,12 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         return {"DELETE FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " RETURNING priority, run_at",
                 {INT8OID, INT8OID}, 2, 0};
     case StatementKind::CompleteMany:
-        // Pairs matched on the primary key; a pair whose token is stale matches nothing.
+        // Pairs matched on the primary key; a pair whose token is stale matches nothing. Each
+        // pair's job is looked up by id, as the claim's update does (the same join, planned the
+        // same way: see the claim above and queue_plan.cpp).
         return {"DELETE FROM " + q + " AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS a(id, lease_token) "
-                "WHERE j.id" EQ "a.id AND (j.lease_token" EQ "a.lease_token) IS TRUE RETURNING j.id, j.priority, j.run_at",
-                {INT8ARRAYOID, INT8ARRAYOID}, 2, 0};
+                "WHERE j.id" EQ "ANY (ARRAY[a.id]) AND (j.lease_token" EQ "a.lease_token) IS TRUE RETURNING j.id, j.priority, j.run_at",
+                {INT8ARRAYOID, INT8ARRAYOID}, 2, generic_fast};
     case StatementKind::FailLock:
         return {"SELECT attempts, priority, run_at FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " FOR UPDATE",
                 {INT8OID, INT8OID}, 2, 0};

@@ -83,6 +83,10 @@ void attempt(const char *sql, int level)
             ereport(ERROR, (errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
                             errmsg("ck.retry runs its statements as one transaction: they must not control it"),
                             errhint("Remove BEGIN, COMMIT, ROLLBACK and SAVEPOINT from the statements.")));
+        if (rc == SPI_ERROR_COPY)
+            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                            errmsg("ck.retry cannot run COPY to or from the client"),
+                            errhint("Copy to or from a file or a program, or run the COPY outside ck.retry.")));
         if (rc < 0)
             elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(rc));
         ReleaseCurrentSubTransaction();

@@ -254,7 +254,7 @@ backend_memory() {
                    (SELECT * FROM memory_samples ORDER BY calls DESC LIMIT 1) AS last" | out
 }
 
-# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup lock overlaps
+# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique lock overlaps
 # latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
@@ -508,6 +508,30 @@ the library preloaded (the calls themselves: they sleep until max_wait) and $idl
 \`ck.enqueue\` with the queue's wake-up trigger against the same queue without it, one mixed run (1
 client, synchronous_commit off): ratio $enqueue_mixed.
 EOF
+fi
+
+if wanted unique; then
+out <<EOF
+
+## Queue: enqueue with a unique key
+
+\`ck.enqueue(..., unique_key => k)\` (a new key each call, but one call in 10 repeats a key already taken: a
+duplicate, nothing inserted) against \`ck.enqueue\` without a key, into an emptied queue before every run, one job
+per transaction; separate runs in the order plain, key, key, plain (mean tps of each), and one mixed run (mean
+latency plain / key).
+
+| clients | sync_commit | plain tps | unique key tps | ratio | mixed |
+|---:|---|---:|---:|---:|---:|
+EOF
+for clients in 1 4; do
+    for sync in off on; do
+        read -r plain keyed <<<"$(mean_tps unique_setup.sql "$clients" "$sync" unique_plain.sql unique_key.sql \
+            unique_key.sql unique_plain.sql)"
+        mixed=$(mixed_ratio unique_setup.sql "$clients" "$sync" unique_plain.sql unique_key.sql)
+        awk -v c="$clients" -v s="$sync" -v p="$plain" -v k="$keyed" -v m="$mixed" \
+            'BEGIN { printf "| %d | %s | %d | %d | %.2f | %s |\n", c, s, p, k, k / p, m }' | out
+    done
+done
 fi
 
 if wanted lock; then

@@ -72,6 +72,7 @@ BAD_AMOUNTS = ["NULL", "0", "-1", "32767", "32768", "2147483647", "2147483648",
 BOUNDS = ["100", "1000", "32767", "2147483647", "1e100"]
 BAD_BOUNDS = ["NULL", "0", "-1", "'NaN'", "'Infinity'", "'-Infinity'", "1e-100", "-1e100",
               "9223372036854775807", "99999999999999999999999999999999999999", "0.5"]
+UNIQUE_KEYS = ["'k1'", "'k2'", "'mail:' || 7"]
 STATES = ["'free'", "'held'", "'booked'", "'cancelled'"]
 BAD_TEXTS = ["NULL", "''", "'nope'", "'FREE'", "repeat('x', 10000)", "'x'';--'", "'é'",
              "E'tab\\there'", "' free'", "NULL::text"]
@@ -235,7 +236,10 @@ FUNCS = {
                                  lambda: pick(BOOLS, BAD_BOOLS)), False, True),
     "drop_queue": (lambda: [queue()], False, True),
     "enqueue": (lambda: opt([queue()], lambda: pick(JSONS, BAD_JSONS), lambda: pick(TIMES, BAD_TIMES),
-                            lambda: pick(INTS, BAD_INTS)), False, False),
+                            lambda: pick(INTS, BAD_INTS), lambda: pick(UNIQUE_KEYS, BAD_TEXTS)), False, False),
+    "enqueue_unique": (lambda: opt([queue(), pick(UNIQUE_KEYS, BAD_TEXTS)], lambda: pick(JSONS, BAD_JSONS),
+                                   lambda: pick(TIMES, BAD_TIMES), lambda: pick(INTS, BAD_INTS)), True, False),
+    "cancel": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS)], False, False),
     "claim": (lambda: opt([queue()], lambda: pick(INTS, BAD_INTS), iv), True, False),
     "claim_wait": (lambda: [queue(), pick(INTS, BAD_INTS), iv(), pick(WAITS, BAD_WAITS)], True, False),
     "complete": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)], False, False),
@@ -289,6 +293,9 @@ SCENARIOS = [
     "SELECT n.* FROM ck.claim('jobs') AS c, LATERAL ck.complete_and_claim('jobs', c.id, c.lease_token, {n}) AS n",
     "SELECT ck.fail('mail', c.id, c.lease_token, NULL) FROM ck.claim('mail', {n}) AS c",
     "SELECT ck.retry_dead('mail', d.id) FROM (SELECT id FROM mail_dead ORDER BY random() LIMIT {n}) AS d",
+    "SELECT ck.cancel('jobs', c.id) FROM ck.claim('jobs', {n}) AS c",
+    "SELECT ck.cancel('jobs', j.id) FROM (SELECT id FROM jobs ORDER BY random() LIMIT {n}) AS j",
+    "SELECT (ck.enqueue_unique('jobs', 'fuzz:' || (g % 3))).inserted FROM generate_series(1, {n}) AS g",
     "SELECT ck.retry_dead('jobs', d.id) FROM (SELECT id FROM jobs_dead ORDER BY random() LIMIT {n}) AS d",
     "SELECT ck.try_decrement('stock', {col}, s.sku, {amount}) FROM stock AS s WHERE s.sku < {n} + 3",
     "SELECT ck.try_increment('stock', {col}, s.sku, {amount}, {bound}) FROM stock AS s WHERE s.sku > 1000",

@@ -268,6 +268,24 @@ SELECT ck.enqueue(:'other_q'); -- expect: 42501|0A000
 BEGIN; SELECT ck.enqueue('jobs', '{}', 'infinity') > 0; ROLLBACK; -- expect: = t
 BEGIN; SELECT ck.enqueue('jobs', '{}', '-infinity', -2147483648) > 0; ROLLBACK; -- expect: = t
 BEGIN; SELECT ck.enqueue('mail', (SELECT jsonb_agg(g) FROM generate_series(1, 100000) AS g)) > 0; ROLLBACK; -- expect: = t
+BEGIN; SELECT ck.enqueue('jobs', unique_key => 'h') = ck.enqueue('jobs', unique_key => 'h'); ROLLBACK; -- expect: = t
+BEGIN; SELECT ck.enqueue('jobs', unique_key => '') > 0; ROLLBACK; -- expect: = t
+BEGIN; SELECT ck.enqueue('jobs', unique_key => 'x'';--') > 0; ROLLBACK; -- expect: = t
+BEGIN; SELECT ck.enqueue('jobs', unique_key => (SELECT string_agg(md5(g::text), '') FROM generate_series(1, 3000) AS g)) > 0; ROLLBACK; -- expect: ok or 54000
+SELECT ck.enqueue_unique(NULL, 'k'); -- expect: 22004
+SELECT ck.enqueue_unique('jobs', NULL); -- expect: 22004
+SELECT ck.enqueue_unique('jobs', 'k', NULL); -- expect: 22004
+SELECT ck.enqueue_unique('jobs', 'k', '{}', NULL); -- expect: 22004
+SELECT ck.enqueue_unique('jobs', 'k', '{}', now(), NULL); -- expect: 22004
+SELECT ck.enqueue_unique('stock', 'k'); -- expect: 42809
+SELECT ck.enqueue_unique(:'other_q', 'k'); -- expect: 42501|0A000
+SELECT ck.cancel(NULL, 1); -- expect: 22004
+SELECT ck.cancel('jobs', NULL); -- expect: 22004
+SELECT ck.cancel(0, 1); -- expect: 42P01
+SELECT ck.cancel('stock', 1); -- expect: 42809
+SELECT ck.cancel('jobs_dead', 1); -- expect: 42809
+SELECT ck.cancel(:'other_q', 1); -- expect: 42501|0A000
+SELECT ck.cancel('jobs', -9223372036854775808); -- expect: = gone
 SELECT ck.claim(NULL); -- expect: 22004
 SELECT ck.claim('jobs', NULL); -- expect: 22004
 SELECT ck.claim('jobs', 0); -- expect: 22023
@@ -483,6 +501,8 @@ CALL ck.retry('SELECT 1; ROLLBACK'); -- expect: 2D000
 CALL ck.retry('SAVEPOINT a'); -- expect: 2D000
 CALL ck.retry('PREPARE TRANSACTION ''x'''); -- expect: 2D000|55000
 CALL ck.retry('SELECT 1/0'); -- expect: 22012
+CALL ck.retry('COPY stock TO STDOUT'); -- expect: 0A000
+CALL ck.retry('COPY stock FROM STDIN'); -- expect: 0A000
 CALL ck.retry('VACUUM stock'); -- expect: 25001
 CALL ck.retry('CALL ck.retry(''SELECT 1'')'); -- expect: 25001
 CALL ck.retry('SELECT * FROM nope'); -- expect: 42P01

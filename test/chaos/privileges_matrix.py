@@ -104,6 +104,16 @@ FUNCS = [
     ("enqueue", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs"],
      "SELECT ck.enqueue(:jobs::regclass, '{}')",
      "INSERT INTO app.jobs (payload, run_at, priority) VALUES ('{}', now(), 0) RETURNING id", "", {}),
+    # A unique key: INSERT ... ON CONFLICT DO NOTHING, then the holder looked up.
+    ("enqueue, unique key", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs"],
+     "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-key')).id > 0",
+     "INSERT INTO app.jobs (payload, unique_key) VALUES ('{}', 'priv-key') "
+     "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id", "", {}),
+    ("cancel", ["USAGE on schema app", "SELECT on app.mail", "DELETE on app.mail", "INSERT on app.mail_dead"],
+     "SELECT ck.cancel(:mail::regclass, :mid)",
+     "WITH d AS (DELETE FROM app.mail WHERE id = :mid RETURNING *) "
+     "INSERT INTO app.mail_dead (id, job, attempts, last_error) SELECT d.id, to_jsonb(d), d.attempts, 'cancelled' FROM d",
+     CLAIM_MAIL, {}),
     ("claim", ["USAGE on schema app", "SELECT on app.jobs", "UPDATE on app.jobs", "USAGE on ck.lease_tokens (PUBLIC)"],
      "SELECT count(*) FROM ck.claim(:jobs::regclass)", CLAIM_SQL.format(q="jobs"), "", {}),
     # A claim that comes back short also buries expired jobs on their last attempt (README);

@@ -452,6 +452,17 @@ check "a job enqueued now is claimed, with the 3 ready ones left from $oldest, a
     FROM c"
 check "claims of a queue made under $oldest start at its frontier (ck.claim_frontier knows priority 0; preloaded only)" "$db_a" "
     SELECT ck.claim_wait_mode() = 'poll' OR EXISTS (SELECT FROM ck.claim_frontier('jobs') WHERE priority = 0)"
+sql -d "$db_a" -c "CREATE TABLE unique_job AS SELECT ck.enqueue('jobs', unique_key => 'upgrade') AS id" || true
+check "a queue made under $oldest takes unique keys after the update (0.3.0): a duplicate returns the first job" "$db_a" "
+    SELECT e.id = u.id AND NOT e.inserted AND (SELECT count(*) FROM jobs WHERE unique_key = 'upgrade') = 1
+    FROM unique_job AS u, ck.enqueue_unique('jobs', 'upgrade') AS e"
+check "and ck.cancel says 'cancelled' for that waiting job" "$db_a" "
+    SELECT ck.cancel('jobs', id) = 'cancelled' FROM unique_job"
+check "which is now a dead letter with the reason cancelled, and purged" "$db_a" "
+    SELECT (SELECT last_error FROM jobs_dead AS d WHERE d.id = u.id) = 'cancelled'
+       AND NOT EXISTS (SELECT FROM jobs AS j WHERE j.id = u.id)
+       AND ck.purge_dead('jobs', '0') = 1
+    FROM unique_job AS u"
 check "the queues are empty now: ck.queue_stats all zero" "$db_a" "
     SELECT bool_and((s.ready, s.scheduled, s.running, s.expired, s.dead) = (0, 0, 0, 0, 0))
     FROM unnest(ARRAY['jobs', 'expiring', 'fragile']::regclass[]) AS q, ck.queue_stats(q) AS s"
@@ -491,5 +502,22 @@ for version in ${path//--/ }; do
         [[ -f sql/concurrency_kit--$version.sql ]] && echo "its own" || echo "the chain from $oldest"))" \
         installs_at "$version"
 done
+
+# A column named unique_key that ck did not make (no partial unique index on it) is the user's:
+# the update to 0.3.0 refuses it (42701) and leaves the extension at 0.2.2.
+refuses_foreign_unique_key() {
+    local out status=0
+    sql -d "$db_b" -c 'DROP EXTENSION concurrency_kit CASCADE' -c "CREATE EXTENSION concurrency_kit VERSION '0.2.2'" \
+        -c "SELECT FROM ck.create_queue('theirs')" -c 'DROP INDEX theirs_unique_key_idx' || return 1
+    out=$(psql -X -q -d "$db_b" -v ON_ERROR_STOP=1 -v VERBOSITY=verbose -c 'ALTER EXTENSION concurrency_kit UPDATE' 2>&1) ||
+        status=$?
+    if ((status == 0)) || ! grep -q '42701' <<<"$out" ||
+        [[ $(value "$db_b" "SELECT extversion FROM pg_extension WHERE extname = 'concurrency_kit'") != 0.2.2 ]]; then
+        echo "exit $status: $out"
+        return 1
+    fi
+}
+assert "the update to 0.3.0 refuses a queue whose column unique_key is not ck's (42701) and changes nothing" \
+    refuses_foreign_unique_key
 
 echo "1..$n"

@@ -1,4 +1,4 @@
--- concurrency_kit 0.2.2: install script. Every function runs as the caller (SECURITY
+-- concurrency_kit 0.3.0: install script. Every function runs as the caller (SECURITY
 -- INVOKER); tables are regclass, columns name. No function carries a SET clause: everything
 -- the extension runs is immune to the caller's search_path by construction (relations
 -- printed from their OIDs, operators written OPERATOR(pg_catalog.op) or the type's own
@@ -180,12 +180,28 @@ $$;
 COMMENT ON FUNCTION ck.drop_queue(regclass) IS 'drops a queue, its dead letters and its registration';
 
 CREATE FUNCTION ck.enqueue(queue regclass, payload jsonb DEFAULT '{}', run_at timestamptz DEFAULT now(),
-                           priority integer DEFAULT 0)
+                           priority integer DEFAULT 0, unique_key text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_enqueue';
-COMMENT ON FUNCTION ck.enqueue(regclass, jsonb, timestamptz, integer) IS
-'adds one job (lower priority first; not before run_at) and returns its id';
+COMMENT ON FUNCTION ck.enqueue(regclass, jsonb, timestamptz, integer, text) IS
+'adds one job (lower priority first; not before run_at) and returns its id; with a unique_key, a job already in the queue with that key is returned instead and nothing is inserted';
+
+CREATE FUNCTION ck.enqueue_unique(queue regclass, unique_key text, payload jsonb DEFAULT '{}',
+                                  run_at timestamptz DEFAULT now(), priority integer DEFAULT 0,
+                                  OUT id bigint, OUT inserted boolean)
+RETURNS record
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_enqueue_unique';
+COMMENT ON FUNCTION ck.enqueue_unique(regclass, text, jsonb, timestamptz, integer) IS
+'ck.enqueue with a unique key, telling whether it inserted: the job''s id, and false when a job with that key (waiting, scheduled or running) was already in the queue';
+
+CREATE FUNCTION ck.cancel(queue regclass, id bigint)
+RETURNS text
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_cancel';
+COMMENT ON FUNCTION ck.cancel(regclass, bigint) IS
+'moves a job to the dead letters with the reason cancelled: ''cancelled'' (it was waiting or scheduled), ''cancelling'' (a worker holds a valid lease: its next acknowledgement finds the lease lost) or ''gone'' (no such job in the queue)';
 
 CREATE FUNCTION ck.claim(queue regclass, batch integer DEFAULT 1, lease interval DEFAULT NULL)
 RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)

@@ -1,0 +1,73 @@
+-- Unique jobs and cancellation (0.3.0). The races are test/specs/queue_unique.spec and
+-- test/specs/queue_cancel.spec.
+SELECT ck.create_queue('uq', max_attempts => 2) IS NOT NULL AS created;
+SELECT indexdef FROM pg_indexes WHERE tablename = 'uq' AND indexdef LIKE '%unique_key%';
+
+-- A key is held by one job while it waits, is scheduled or runs; a duplicate inserts nothing
+-- and returns the holder's id.
+SELECT ck.enqueue('uq', '{"n": 1}', unique_key => 'mail:7') AS first \gset
+SELECT ck.enqueue('uq', '{"n": 2}', unique_key => 'mail:7') = :first AS same_job;
+SELECT id = :first AS same_job, inserted FROM ck.enqueue_unique('uq', 'mail:7', '{"n": 3}');
+SELECT count(*) AS jobs, max(payload->>'n') AS payload_kept FROM uq;
+-- Other keys and no key at all are independent.
+SELECT inserted FROM ck.enqueue_unique('uq', 'mail:8');
+SELECT ck.enqueue('uq') <> ck.enqueue('uq') AS keyless_jobs_are_separate;
+-- Scheduled and running jobs hold their key too.
+SELECT inserted FROM ck.enqueue_unique('uq', 'later', run_at => now() + interval '1 hour');
+SELECT inserted FROM ck.enqueue_unique('uq', 'later');
+SELECT count(*) AS claimed FROM (SELECT * FROM ck.claim('uq', 10)) AS c;
+SELECT inserted FROM ck.enqueue_unique('uq', 'mail:7');
+
+-- Retry keeps the key (no 23505); the last attempt's failure buries the job and frees it.
+DELETE FROM uq;
+SELECT ck.enqueue('uq', unique_key => 'r') AS r \gset
+SELECT ck.fail('uq', id, lease_token, 'first', '0 seconds') FROM ck.claim('uq');
+SELECT inserted FROM ck.enqueue_unique('uq', 'r');
+SELECT ck.fail('uq', id, lease_token, 'second') FROM ck.claim('uq');
+SELECT id = :r AS new_job_after_burial, inserted FROM ck.enqueue_unique('uq', 'r');
+-- The buried job keeps its key in its dead letter: reviving it while the key is taken
+-- raises 23505 and changes nothing.
+SELECT job->>'unique_key' AS dead_key FROM uq_dead WHERE id = :r;
+SELECT test.outcome(format('SELECT ck.retry_dead(%L, %s)', 'uq', :r)) LIKE '23505:%' AS revive_refused;
+SELECT count(*) AS still_dead FROM uq_dead WHERE id = :r;
+
+-- Cancellation: a waiting job goes to the dead letters with the reason cancelled and frees
+-- its key; a running one likewise, and its worker finds the lease lost.
+DELETE FROM uq;
+SELECT ck.enqueue('uq', unique_key => 'c1') AS c1 \gset
+SELECT ck.cancel('uq', :c1);
+SELECT last_error, job->>'unique_key' AS key FROM uq_dead WHERE id = :c1;
+SELECT inserted FROM ck.enqueue_unique('uq', 'c1');
+SELECT ck.cancel('uq', :c1) AS again;
+SELECT ck.cancel('uq', -1) AS no_such_job;
+CREATE TEMP TABLE running AS SELECT id, lease_token FROM ck.claim('uq');
+SELECT ck.cancel('uq', id) FROM running;
+SELECT ck.complete('uq', id, lease_token) AS completed, ck.fail('uq', id, lease_token) AS failed,
+       ck.extend_lease('uq', id, lease_token, '1 minute') AS extended FROM running;
+SELECT test.outcome(format('SELECT * FROM ck.complete_and_claim(%L, %s, %s)', 'uq', id, lease_token)) LIKE 'CK005:%'
+    AS complete_and_claim_raises_lease_lost
+FROM running;
+-- A cancelled job can be revived like any dead letter.
+SELECT ck.retry_dead('uq', id) AS revived FROM running;
+SELECT count(*) AS back FROM uq;
+-- A cancel rolled back: the job is back where it was and the next claim gets it.
+DELETE FROM uq;
+SELECT ck.enqueue('uq') AS rb \gset
+BEGIN;
+SELECT ck.cancel('uq', :rb);
+ROLLBACK;
+SELECT id = :rb AS claimed_after_rollback FROM ck.claim('uq');
+
+-- Bad input.
+SELECT test.outcome('SELECT ck.cancel(NULL, 1)');
+SELECT test.outcome($$SELECT ck.cancel('uq', NULL)$$);
+SELECT test.outcome('SELECT ck.cancel(''pg_class'', 1)');
+SELECT test.outcome($$SELECT * FROM ck.enqueue_unique('uq', NULL)$$);
+SELECT test.outcome($$SELECT * FROM ck.enqueue_unique(NULL, 'k')$$);
+SELECT test.outcome($$SELECT * FROM ck.enqueue_unique('uq', 'k', NULL)$$);
+SELECT ck.enqueue('uq', unique_key => NULL) IS NOT NULL AS null_key_is_no_key;
+-- A queue whose unique index was dropped says so.
+DROP INDEX uq_unique_key_idx;
+SELECT test.outcome($$SELECT ck.enqueue('uq', unique_key => 'x')$$);
+
+SELECT ck.drop_queue('uq');

@@ -1,0 +1,34 @@
+// ck.cancel(queue, id): the job leaves the queue for its dead letters (reason 'cancelled'),
+// waiting or running alike. A running job's holder learns it at its next acknowledgement,
+// which finds no row with its token: ck.complete returns false, ck.fail 'lost',
+// ck.extend_lease NULL, ck.complete_and_claim raises CK005, and nothing is acknowledged.
+// A claim still in progress on the job holds its row: the cancel waits for it (bounded by
+// lock_timeout and statement_timeout, like any row lock) and then cancels what it leased.
+#include "args.hpp"
+#include "queue.hpp"
+#include "queue_key.hpp"
+#include "spi.hpp"
+
+extern "C" {
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+}
+
+CK_FUNCTION(ck_cancel)
+{
+    ck::require_arg(fcinfo, 0, "queue");
+    ck::require_arg(fcinfo, 1, "id");
+    Oid queue = PG_GETARG_OID(0);
+    Datum values[2] = {PG_GETARG_DATUM(1), TimestampTzGetDatum(GetCurrentTimestamp())};
+    ck::spi_connect();
+    const ck::Prepared &p = ck::queue_statement(ck::StatementKind::Cancel, queue);
+    const char *outcome = "gone";
+    if (ck::execute_plan(p.plan, values, nullptr) == 1) {
+        // If this transaction rolls back, the job is back where it was.
+        ck::ready_again_on_abort(queue, values[0], 2);
+        bool isnull;
+        outcome = DatumGetBool(ck::result_datum(0, 1, &isnull)) ? "cancelling" : "cancelled";
+    }
+    ck::spi_finish();
+    PG_RETURN_TEXT_P(cstring_to_text(outcome));
+}

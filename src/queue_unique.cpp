@@ -1,0 +1,64 @@
+// Unique jobs: ck.enqueue(..., unique_key) and ck.enqueue_unique. At most one job per key is
+// in the queue (waiting, scheduled or running): the key is a column of the job's row under a
+// partial unique index, so it is free again the moment the row leaves the queue (completed,
+// buried, cancelled), and it stays put through claims, retries and lease extensions, which
+// change other columns (queues that put a state in the unique index raised 23505 on a retry).
+// A duplicate inserts nothing: INSERT ... ON CONFLICT DO NOTHING waits for a transaction still
+// inserting the key and decides on its outcome, so a rolled-back holder frees the key (an
+// advisory lock and a lookup would report a job that never committed). The holder's id is
+// then read with a fresh snapshot; if the holder left the queue in between, the insert is
+// tried again.
+#include "args.hpp"
+#include "queue.hpp"
+#include "spi.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+}
+
+namespace ck {
+
+Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key)
+{
+    const Prepared &insert = queue_statement(StatementKind::EnqueueUnique, queue);
+    const Prepared &find = queue_statement(StatementKind::FindUnique, queue);
+    Datum values[4] = {payload, run_at, priority, unique_key};
+    bool isnull;
+    // Each round either inserts, or finds a holder that committed before the lookup's
+    // snapshot; only a holder leaving between the two sends it round again.
+    for (int round = 0; round < 100; round++) {
+        if (execute_plan(insert.plan, values, nullptr) == 1)
+            return {DatumGetInt64(result_datum(0, 1, &isnull)), true};
+        if (execute_plan(find.plan, &values[3], nullptr, Snap::Fresh) == 1)
+            return {DatumGetInt64(result_datum(0, 1, &isnull)), false};
+    }
+    throw Error(ERRCODE_T_R_SERIALIZATION_FAILURE,
+                fmt("unique key \"%s\" of queue %s changed hands 100 times during one enqueue",
+                    TextDatumGetCString(unique_key), insert.qualified.c_str()),
+                "", "Retry the transaction.");
+}
+
+} // namespace ck
+
+// ck.enqueue_unique(queue, unique_key, payload, run_at, priority): the job's id and whether
+// this call inserted it (false: a job with that key was already in the queue).
+CK_FUNCTION(ck_enqueue_unique)
+{
+    static const char *const arg_names[] = {"queue", "unique_key", "payload", "run_at", "priority"};
+    for (int i = 0; i < 5; i++)
+        ck::require_arg(fcinfo, i, arg_names[i]);
+    ck::spi_connect();
+    ck::Enqueued job = ck::enqueue_unique(PG_GETARG_OID(0), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3), PG_GETARG_DATUM(4),
+                                          PG_GETARG_DATUM(1));
+    ck::spi_finish();
+    return ck::pg_call([&] {
+        TupleDesc desc;
+        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+            elog(ERROR, "ck.enqueue_unique must return a record");
+        Datum values[2] = {Int64GetDatum(job.id), BoolGetDatum(job.inserted)};
+        bool nulls[2] = {false, false};
+        return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+    });
+}
