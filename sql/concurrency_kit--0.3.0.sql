@@ -173,6 +173,7 @@ BEGIN
         RAISE EXCEPTION 'must be owner of table %', queue_name USING ERRCODE = 'insufficient_privilege';
     END IF;
     DELETE FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue;
+    DELETE FROM ck.unique_windows AS w WHERE w.queue OPERATOR(pg_catalog.=) drop_queue.queue;   -- 0.3.0
     EXECUTE pg_catalog.format('DROP TABLE %s, %s', queue_name,
         (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, dead, 0)).identity);
 END
@@ -180,21 +181,21 @@ $$;
 COMMENT ON FUNCTION ck.drop_queue(regclass) IS 'drops a queue, its dead letters and its registration';
 
 CREATE FUNCTION ck.enqueue(queue regclass, payload jsonb DEFAULT '{}', run_at timestamptz DEFAULT now(),
-                           priority integer DEFAULT 0, unique_key text DEFAULT NULL)
+                           priority integer DEFAULT 0, unique_key text DEFAULT NULL, unique_for interval DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_enqueue';
-COMMENT ON FUNCTION ck.enqueue(regclass, jsonb, timestamptz, integer, text) IS
-'adds one job (lower priority first; not before run_at) and returns its id; with a unique_key, a job already in the queue with that key is returned instead and nothing is inserted';
+COMMENT ON FUNCTION ck.enqueue(regclass, jsonb, timestamptz, integer, text, interval) IS
+'adds one job (lower priority first; not before run_at) and returns its id; with a unique_key, a job already in the queue with that key is returned instead and nothing is inserted; with unique_for too, the key stays taken that long, even after its job has left (the id returned is then that of the job that took it)';
 
 CREATE FUNCTION ck.enqueue_unique(queue regclass, unique_key text, payload jsonb DEFAULT '{}',
                                   run_at timestamptz DEFAULT now(), priority integer DEFAULT 0,
-                                  OUT id bigint, OUT inserted boolean)
+                                  unique_for interval DEFAULT NULL, OUT id bigint, OUT inserted boolean)
 RETURNS record
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_enqueue_unique';
-COMMENT ON FUNCTION ck.enqueue_unique(regclass, text, jsonb, timestamptz, integer) IS
-'ck.enqueue with a unique key, telling whether it inserted: the job''s id, and false when a job with that key (waiting, scheduled or running) was already in the queue';
+COMMENT ON FUNCTION ck.enqueue_unique(regclass, text, jsonb, timestamptz, integer, interval) IS
+'ck.enqueue with a unique key, telling whether it inserted: the job''s id, and false when a job with that key (waiting, scheduled or running) was already in the queue, or took the key''s unique_for window';
 
 CREATE FUNCTION ck.cancel(queue regclass, id bigint)
 RETURNS text
@@ -283,6 +284,14 @@ LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER ROWS 4
 AS 'MODULE_PATHNAME', 'ck_claim_frontier';
 COMMENT ON FUNCTION ck.claim_frontier(regclass) IS
 'where claims of each priority start reading the claim index, (run_at, id) on (NULL run_at: at its beginning; NULL id: from the first job of run_at); no rows while the frontier is not known (library not preloaded, no claim yet, reset, more than 16 priorities)';
+
+CREATE FUNCTION ck.queue_activity()
+RETURNS TABLE (queue regclass, enqueued bigint, claimed bigint, completed bigint, failed bigint, retried bigint,
+               buried bigint, cancelled bigint, lost_acks bigint, duplicates bigint, since timestamptz)
+LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER ROWS 10
+AS 'MODULE_PATHNAME', 'ck_queue_activity';
+COMMENT ON FUNCTION ck.queue_activity() IS
+'counters per queue of this database since the server started (or since the queue was first used): jobs enqueued, claimed, completed, failed (of which retried and buried), cancelled, counted when their transaction commits; acknowledgements that found the lease lost and duplicate unique keys refused, counted at once; needs the library preloaded';
 
 ------------------------------------------------------------------------------------------
 -- Advisory locks keyed by (int4, int4), never hashed
@@ -515,3 +524,23 @@ LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_scan_check';
 COMMENT ON FUNCTION ck.scan_check(text) IS
 'EXPLAINs one SELECT/INSERT/UPDATE/DELETE/MERGE (never runs it) and names each sequential scan, a whole-table predicate lock under SERIALIZABLE';
+
+-- Unique keys held for a time window (ck.enqueue(..., unique_key, unique_for)), past the life of
+-- their job: one row per queue and key until the window ends; an enqueue of the key after that
+-- takes the row again, and windowed enqueues remove ended rows of their queue a few at a time.
+-- Whoever may insert into a queue may read and write its rows (row-level security).
+CREATE TABLE ck.unique_windows (
+    queue      regclass NOT NULL,
+    unique_key text NOT NULL,
+    job        bigint,
+    until      timestamptz NOT NULL,
+    PRIMARY KEY (queue, unique_key)
+);
+CREATE INDEX unique_windows_until ON ck.unique_windows (queue, until);
+COMMENT ON TABLE ck.unique_windows IS 'unique keys of ck.enqueue(..., unique_for) and the job that took each, until the window ends';
+ALTER TABLE ck.unique_windows ENABLE ROW LEVEL SECURITY;
+CREATE POLICY unique_windows_enqueuer ON ck.unique_windows FOR ALL
+    USING (pg_catalog.has_table_privilege(queue, 'INSERT'))
+    WITH CHECK (pg_catalog.has_table_privilege(queue, 'INSERT'));
+GRANT SELECT, INSERT, UPDATE, DELETE ON ck.unique_windows TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('ck.unique_windows', '');

@@ -58,7 +58,39 @@ SELECT ck.cancel('uq', :rb);
 ROLLBACK;
 SELECT id = :rb AS claimed_after_rollback FROM ck.claim('uq');
 
+-- A time window (unique_for): the key stays taken after its job is done, for that long from
+-- the enqueue that took it; a duplicate gets the id of the job that took the window.
+DELETE FROM uq;
+SELECT id AS tick, inserted FROM ck.enqueue_unique('uq', 'tick:1', unique_for => '1 hour') \gset
+SELECT :'inserted' AS took_the_window;
+SELECT ck.complete('uq', id, lease_token) AS done FROM ck.claim('uq');
+SELECT id = :tick AS same_job, inserted FROM ck.enqueue_unique('uq', 'tick:1', unique_for => '1 hour');
+SELECT ck.enqueue('uq', unique_key => 'tick:1', unique_for => '1 hour') = :tick AS enqueue_too;
+SELECT count(*) AS jobs FROM uq;
+SELECT unique_key, job = :tick AS job_named, until > now() + interval '59 minutes' AS for_an_hour
+FROM ck.unique_windows WHERE queue = 'uq'::regclass;
+-- Without unique_for the window is not consulted: only a job in the queue holds the key.
+SELECT inserted AS plain_key_inserts FROM ck.enqueue_unique('uq', 'tick:1');
+-- While the window's job is still in the queue after the window ended, that job holds the key.
+UPDATE ck.unique_windows SET until = now() - interval '1 second' WHERE queue = 'uq'::regclass;
+SELECT inserted AS window_taken_again_job_still_there FROM ck.enqueue_unique('uq', 'tick:1', unique_for => '1 hour');
+-- Ended windows are removed by later windowed enqueues of the queue.
+DELETE FROM uq;
+UPDATE ck.unique_windows SET until = now() - interval '1 second' WHERE queue = 'uq'::regclass;
+SELECT inserted FROM ck.enqueue_unique('uq', 'tick:2', unique_for => '1 minute');
+SELECT array_agg(unique_key ORDER BY unique_key) AS windows_left FROM ck.unique_windows WHERE queue = 'uq'::regclass;
+-- A window taken in a transaction that rolls back was never taken.
+BEGIN;
+SELECT inserted FROM ck.enqueue_unique('uq', 'tick:3', unique_for => '1 minute');
+ROLLBACK;
+SELECT count(*) AS windows_of_tick_3 FROM ck.unique_windows WHERE unique_key = 'tick:3';
+
 -- Bad input.
+SELECT test.outcome($$SELECT ck.enqueue('uq', unique_for => '1 hour')$$);
+SELECT test.outcome($$SELECT ck.enqueue('uq', unique_key => 'k', unique_for => '0')$$);
+SELECT test.outcome($$SELECT ck.enqueue('uq', unique_key => 'k', unique_for => '-1 hour')$$);
+SELECT test.outcome($$SELECT * FROM ck.enqueue_unique('uq', 'k', unique_for => '-1 second')$$);
+SELECT ck.enqueue('uq', unique_key => 'k', unique_for => NULL) > 0 AS null_window_is_no_window;
 SELECT test.outcome('SELECT ck.cancel(NULL, 1)');
 SELECT test.outcome($$SELECT ck.cancel('uq', NULL)$$);
 SELECT test.outcome('SELECT ck.cancel(''pg_class'', 1)');
@@ -71,3 +103,4 @@ DROP INDEX uq_unique_key_idx;
 SELECT test.outcome($$SELECT ck.enqueue('uq', unique_key => 'x')$$);
 
 SELECT ck.drop_queue('uq');
+SELECT count(*) AS windows_after_drop FROM ck.unique_windows;

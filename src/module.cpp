@@ -2,6 +2,7 @@
 #include "pg.hpp"
 #include "lock_namespace.hpp"
 #include "plan_cache.hpp"
+#include "queue_activity.hpp"
 #include "queue_frontier.hpp"
 #include "queue_plan.hpp"
 #include "queue_wakeup.hpp"
@@ -21,6 +22,7 @@ void _PG_init(void)
     ck::plan_cache_init();
     ck::lock_namespace_init();
     ck::queue_wakeup_init();
+    ck::queue_activity_init();   // before the frontier's, which reserves the GUC prefix
     ck::queue_frontier_init();
     ck::queue_plan_init();
 }

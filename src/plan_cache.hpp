@@ -18,6 +18,10 @@ enum class StatementKind : uint8_t {
     Enqueue,
     EnqueueUnique,   // the same with a unique key: nothing when a job holds the key
     FindUnique,      // the job holding a unique key
+    WindowTake,      // a unique key's time window in ck.unique_windows: taken, or nothing
+    WindowHolder,    // the job that took a key's window
+    WindowSetJob,
+    WindowPurge,     // a few of the queue's windows that have ended
     Cancel,          // a job -> dead letters, with the reason cancelled
     Claim,           // the whole claim index in order
     ClaimFrom,       // one priority, from its frontier

@@ -4,6 +4,7 @@
 #include "args.hpp"
 #include "errcodes.hpp"
 #include "queue.hpp"
+#include "queue_activity.hpp"
 #include "queue_frontier.hpp"
 #include "queue_key.hpp"
 #include "queue_plan.hpp"
@@ -25,6 +26,7 @@ extern "C" {
 
 namespace {
 
+using ck::Activity;
 using ck::FrontierKey;
 using ck::JobKey;
 using ck::job_key;
@@ -178,6 +180,7 @@ void bury(Oid queue, const FrontierView &view, TimestampTz moment, ck::Snap snap
     const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
     Datum args[3] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment), TimestampTzGetDatum(view.bury_from)};
     uint64 n = execute_in_index_order(queue, bury, args, snap, snapshot);
+    ck::count_at_commit(queue, Activity::Buried, n);
     ck::pg_call([&] {
         for (uint64 i = 0; i < n; i++) {
             JobKey was = job_key(i, 2, 1);
@@ -246,6 +249,7 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
     }
     if (snapshot != nullptr)
         ck::pg_call([&] { UnregisterSnapshot(snapshot); });
+    ck::count_at_commit(queue, Activity::Claimed, n);
     return n;
 }
 
@@ -269,11 +273,13 @@ CK_FUNCTION(ck_enqueue)
     require_arg(fcinfo, 2, "run_at");
     require_arg(fcinfo, 3, "priority");
     Oid queue = PG_GETARG_OID(0);
-    // unique_key came with 0.3.0: a library newer than the installed SQL gets four arguments.
+    // unique_key and unique_for came with 0.3.0: a library newer than the installed SQL gets
+    // four arguments.
+    const Interval *window = ck::unique_for_arg(fcinfo, 5, 4);
     if (PG_NARGS() > 4 && !PG_ARGISNULL(4)) {
         ck::spi_connect();
         ck::Enqueued job = ck::enqueue_unique(queue, PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3),
-                                              PG_GETARG_DATUM(4));
+                                              PG_GETARG_DATUM(4), window);
         ck::spi_finish();
         PG_RETURN_INT64(job.id);
     }
@@ -387,8 +393,12 @@ CK_FUNCTION(ck_complete)
     ck::spi_connect();
     const Prepared &p = ck::queue_statement(StatementKind::Complete, a.queue);
     bool done = ck::execute_plan(p.plan, values, nullptr) == 1;
-    if (done)
+    if (done) {
         ready_again_on_abort(a.queue, a.id, 1);
+        ck::count_at_commit(a.queue, Activity::Completed);
+    } else {
+        ck::count_now(a.queue, Activity::LostAcks);
+    }
     ck::spi_finish();
     PG_RETURN_BOOL(done);
 }
@@ -405,7 +415,8 @@ CK_FUNCTION(ck_complete_and_claim)
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
     const Prepared &complete = ck::queue_statement(StatementKind::Complete, a.queue);
-    if (ck::execute_plan(complete.plan, values, nullptr) == 0)
+    if (ck::execute_plan(complete.plan, values, nullptr) == 0) {
+        ck::count_now(a.queue, Activity::LostAcks);
         throw ck::Error(CK_ERRCODE_LEASE_LOST,
                         ck::fmt("%s job " INT64_FORMAT ": the lease was lost", complete.table.c_str(),
                                 DatumGetInt64(a.id)),
@@ -413,7 +424,9 @@ CK_FUNCTION(ck_complete_and_claim)
                                 "current: the lease expired and the job was claimed again, or it was finished.",
                                 DatumGetInt64(a.token), DatumGetInt64(a.id), complete.qualified.c_str()),
                         "Roll back what this transaction did for the job; its new holder does it.");
+    }
     ready_again_on_abort(a.queue, a.id, 1);
+    ck::count_at_commit(a.queue, Activity::Completed);
     claim_once(a.queue, batch, lease, ck::Snap::Caller, out);
     ck::spi_finish();
     return (Datum) 0;
@@ -459,7 +472,9 @@ CK_FUNCTION(ck_complete_many)
     Oid queue = PG_GETARG_OID(0);
     const Prepared &p = ck::queue_statement(StatementKind::CompleteMany, queue);
     ck::plan_queue_statement(p, queue);
-    ck::execute_plan(p.plan, values, nullptr);
+    uint64 done = ck::execute_plan(p.plan, values, nullptr);
+    ck::count_at_commit(queue, Activity::Completed, done);
+    ck::count_now(queue, Activity::LostAcks, static_cast<uint64>(ids) - done);
     ck::pg_call([&] {
         for (uint64 i = 0; i < SPI_processed; i++) {
             JobKey was = job_key(i, 2, 1);
@@ -481,6 +496,7 @@ CK_FUNCTION(ck_extend_lease)
     const Prepared &p = ck::queue_statement(StatementKind::ExtendLease, a.queue);
     if (ck::execute_plan(p.plan, values, nullptr) == 0) {
         ck::spi_finish();
+        ck::count_now(a.queue, Activity::LostAcks);
         PG_RETURN_NULL();
     }
     ready_again_on_abort(a.queue, a.id, 2);
@@ -505,8 +521,10 @@ CK_FUNCTION(ck_fail)
     Datum key[2] = {a.id, a.token};
     if (ck::execute_plan(lock.plan, key, nullptr) == 0) {
         ck::spi_finish();
+        ck::count_now(a.queue, Activity::LostAcks);
         PG_RETURN_TEXT_P(cstring_to_text("lost"));
     }
+    ck::count_at_commit(a.queue, Activity::Failed);
     ready_again_on_abort(a.queue, a.id, 2);
     bool isnull;
     int32 attempts = DatumGetInt32(ck::result_datum(0, 1, &isnull));
@@ -516,6 +534,7 @@ CK_FUNCTION(ck_fail)
         Datum values[2] = {a.id, error};
         char nulls[2] = {' ', error_null};
         ck::execute_plan(dead.plan, values, nulls);
+        ck::count_at_commit(a.queue, Activity::Buried);
         outcome = "dead";
     } else {
         Interval delay = retry_in ? *retry_in : backoff(attempts);
@@ -528,6 +547,7 @@ CK_FUNCTION(ck_fail)
             JobKey at = job_key(0, 1, 0, a.id);
             ck::frontier_on_commit(a.queue, at.priority, at.key);
         });
+        ck::count_at_commit(a.queue, Activity::Retried);
         outcome = "retry";
     }
     ck::spi_finish();

@@ -17,12 +17,17 @@ constexpr int bury_batch = 100;
 const Prepared &queue_statement(StatementKind kind, Oid relid);
 
 // A job enqueued with a unique key (queue_unique.cpp): its id, and whether this call inserted
-// it (false: the job that already held the key).
+// it (false: the job that already held the key, or took its window). With a window (not
+// nullptr), the key stays taken for that long from now, even after its job has left.
 struct Enqueued {
     int64 id;
     bool inserted;
 };
-Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key);
+Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key,
+                        const Interval *window);
+
+// The unique_for argument argno: NULL (nullptr), or positive and finite, and only with a key.
+const Interval *unique_for_arg(FunctionCallInfo fcinfo, int argno, int key_argno);
 
 // The number of pages of table relid now.
 BlockNumber table_blocks(Oid relid);

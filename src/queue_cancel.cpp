@@ -6,6 +6,7 @@
 // lock_timeout and statement_timeout, like any row lock) and then cancels what it leased.
 #include "args.hpp"
 #include "queue.hpp"
+#include "queue_activity.hpp"
 #include "queue_key.hpp"
 #include "spi.hpp"
 
@@ -26,6 +27,7 @@ CK_FUNCTION(ck_cancel)
     if (ck::execute_plan(p.plan, values, nullptr) == 1) {
         // If this transaction rolls back, the job is back where it was.
         ck::ready_again_on_abort(queue, values[0], 2);
+        ck::count_at_commit(queue, ck::Activity::Cancelled);
         bool isnull;
         outcome = DatumGetBool(ck::result_datum(0, 1, &isnull)) ? "cancelling" : "cancelled";
     }

@@ -94,6 +94,26 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID}, 4, 0};
     case StatementKind::FindUnique:
         return {"SELECT id FROM " + q + " WHERE unique_key" EQ "$1", {TEXTOID}, 1, 0};
+    // A key's window ($1 queue, $2 key): taken when it has no row or its window has ended ($4 is
+    // the moment); ON CONFLICT waits for a transaction still taking it and decides on its outcome.
+    case StatementKind::WindowTake:
+        return {"INSERT INTO ck.unique_windows AS w (queue, unique_key, until) VALUES ($1, $2, $3)"
+                " ON CONFLICT (queue, unique_key) DO UPDATE SET until = EXCLUDED.until, job = NULL"
+                " WHERE w.until" CK_OP("<=") "$4 RETURNING true",
+                {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}, 4, 0};
+    case StatementKind::WindowHolder:
+        return {"SELECT job FROM ck.unique_windows WHERE queue" EQ "$1 AND unique_key" EQ "$2",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case StatementKind::WindowSetJob:
+        return {"UPDATE ck.unique_windows SET job = $3 WHERE queue" EQ "$1 AND unique_key" EQ "$2",
+                {REGCLASSOID, TEXTOID, INT8OID}, 3, 0};
+    case StatementKind::WindowPurge:
+        // Windows that have ended are kept only until a later windowed enqueue of the queue
+        // removes them, a few at a time, skipping any another enqueue is taking again.
+        return {"DELETE FROM ck.unique_windows WHERE ctid" EQ "ANY (ARRAY("
+                "SELECT ctid FROM ck.unique_windows WHERE queue" EQ "$1 AND until" CK_OP("<=") "$2"
+                " ORDER BY until LIMIT 8 FOR UPDATE SKIP LOCKED))",
+                {REGCLASSOID, TIMESTAMPTZOID}, 2, 0};
     case StatementKind::Cancel:
         // The job as it was goes to the dead letters; whether its lease was still valid says
         // whether a worker may be running it.

@@ -7,27 +7,32 @@
 // inserting the key and decides on its outcome, so a rolled-back holder frees the key (an
 // advisory lock and a lookup would report a job that never committed). The holder's id is
 // then read with a fresh snapshot; if the holder left the queue in between, the insert is
-// tried again.
+// tried again. A time window (unique_for) keeps the key taken after its job has left, in
+// ck.unique_windows, which is what a periodic job's per-tick key needs.
 #include "args.hpp"
 #include "queue.hpp"
+#include "queue_activity.hpp"
 #include "spi.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 }
 
 namespace ck {
 
-Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key)
+namespace {
+
+// Each round either inserts, or finds a holder that committed before the lookup's snapshot;
+// only a holder leaving between the two sends it round again.
+Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key)
 {
     const Prepared &insert = queue_statement(StatementKind::EnqueueUnique, queue);
     const Prepared &find = queue_statement(StatementKind::FindUnique, queue);
     Datum values[4] = {payload, run_at, priority, unique_key};
     bool isnull;
-    // Each round either inserts, or finds a holder that committed before the lookup's
-    // snapshot; only a holder leaving between the two sends it round again.
     for (int round = 0; round < 100; round++) {
         if (execute_plan(insert.plan, values, nullptr) == 1)
             return {DatumGetInt64(result_datum(0, 1, &isnull)), true};
@@ -40,18 +45,68 @@ Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, 
                 "", "Retry the transaction.");
 }
 
+} // namespace
+
+// With a window, the key's row in ck.unique_windows decides first: taken (no row, or its window
+// has ended), the job is enqueued as without one (a job still in the queue with that key is
+// returned), and the row names it; not taken, the job that took the window is the answer,
+// whether or not it is still in the queue.
+Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key,
+                        const Interval *window)
+{
+    Datum key[2] = {ObjectIdGetDatum(queue), unique_key};
+    bool isnull;
+    if (window != nullptr) {
+        TimestampTz now = GetCurrentTimestamp();
+        Datum until = pg_call([&] {
+            return DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(now),
+                                       IntervalPGetDatum(const_cast<Interval *>(window)));
+        });
+        Datum purge[2] = {key[0], TimestampTzGetDatum(now)};
+        execute_plan(queue_statement(StatementKind::WindowPurge, queue).plan, purge, nullptr);
+        Datum take[4] = {key[0], unique_key, until, TimestampTzGetDatum(now)};
+        if (execute_plan(queue_statement(StatementKind::WindowTake, queue).plan, take, nullptr) == 0) {
+            execute_plan(queue_statement(StatementKind::WindowHolder, queue).plan, key, nullptr, Snap::Fresh);
+            count_now(queue, Activity::Duplicates);
+            return {DatumGetInt64(result_datum(0, 1, &isnull)), false};
+        }
+    }
+    Enqueued job = insert_unique(queue, payload, run_at, priority, unique_key);
+    if (!job.inserted)
+        count_now(queue, Activity::Duplicates);
+    if (window != nullptr) {
+        Datum set[3] = {key[0], unique_key, Int64GetDatum(job.id)};
+        execute_plan(queue_statement(StatementKind::WindowSetJob, queue).plan, set, nullptr);
+    }
+    return job;
+}
+
+const Interval *unique_for_arg(FunctionCallInfo fcinfo, int argno, int key_argno)
+{
+    if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+        return nullptr;
+    if (PG_ARGISNULL(key_argno))
+        throw Error(ERRCODE_INVALID_PARAMETER_VALUE, "unique_for needs a unique_key", "",
+                    "unique_for is how long a unique key stays taken; pass the key too.");
+    return finite_interval_arg(fcinfo, argno, "unique_for", false,
+                               "A key taken for good is a key no job will ever have again: pick a finite window "
+                               "(say, longer than the period of the job it guards).");
+}
+
 } // namespace ck
 
-// ck.enqueue_unique(queue, unique_key, payload, run_at, priority): the job's id and whether
-// this call inserted it (false: a job with that key was already in the queue).
+// ck.enqueue_unique(queue, unique_key, payload, run_at, priority, unique_for): the job's id and
+// whether this call inserted it (false: a job with that key was already in the queue, or took
+// the key's window).
 CK_FUNCTION(ck_enqueue_unique)
 {
     static const char *const arg_names[] = {"queue", "unique_key", "payload", "run_at", "priority"};
     for (int i = 0; i < 5; i++)
         ck::require_arg(fcinfo, i, arg_names[i]);
+    const Interval *window = ck::unique_for_arg(fcinfo, 5, 1);
     ck::spi_connect();
     ck::Enqueued job = ck::enqueue_unique(PG_GETARG_OID(0), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3), PG_GETARG_DATUM(4),
-                                          PG_GETARG_DATUM(1));
+                                          PG_GETARG_DATUM(1), window);
     ck::spi_finish();
     return ck::pg_call([&] {
         TupleDesc desc;

@@ -1,6 +1,7 @@
 // Wake-up on commit for ck.claim_wait: shared condition variables, a per-transaction list
 // of queues to wake, and the trigger ck.queue_ready that every queue carries.
 #include "queue_wakeup.hpp"
+#include "queue_activity.hpp"
 #include "boundary.hpp"
 #include "shared_memory.hpp"
 #include "queue_frontier.hpp"
@@ -155,8 +156,11 @@ CK_FUNCTION(ck_queue_ready)
             ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
                             errmsg("ck.queue_ready must be called as a trigger")));
         TriggerData *trigger = (TriggerData *) fcinfo->context;
-        ck::queue_mark_ready(RelationGetRelid(trigger->tg_relation));
+        Oid queue = RelationGetRelid(trigger->tg_relation);
+        ck::queue_mark_ready(queue);
         ck::frontier_on_insert(trigger);
+        if (trigger->tg_newtable != nullptr)
+            ck::count_at_commit(queue, ck::Activity::Enqueued, tuplestore_tuple_count(trigger->tg_newtable));
     });
     // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
     return PointerGetDatum(static_cast<HeapTuple>(nullptr));

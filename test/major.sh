@@ -34,7 +34,8 @@ mirror() {
 # What the root holds. The server and the build tools are needed; the rest serves suites that skip without it.
 required=("postgresql-$major" "postgresql-server-dev-$major" g++ make)
 optional=("postgresql-$major-pgtap" libtap-parser-sourcehandler-pgtap-perl python3 python3-psycopg
-    golang-go golang-github-jackc-pgx-v4-dev pgbouncer nodejs npm sqlsmith ca-certificates procps)
+    golang-go golang-github-jackc-pgx-v4-dev pgbouncer nodejs npm sqlsmith ca-certificates procps
+    prometheus-postgres-exporter curl "postgresql-$major-cron")
 # sid holds no PostgreSQL 19 yet: the server and its client library come from experimental.
 [[ $suite != experimental ]] || required=("postgresql-$major/experimental" "postgresql-server-dev-$major/experimental"
     "postgresql-client-$major/experimental" libpq5/experimental libpq-dev/experimental g++ make)

@@ -24,6 +24,10 @@ packages=("postgresql-server-dev-$major" "postgresql-$major-pgtap" libtap-parser
 # test/client: the Go, Python and Node workers, PgBouncer. Node's pg comes from npm (test/client/node);
 # a machine without node gets Debian's.
 packages+=(golang-go golang-github-jackc-pgx-v4-dev python3-psycopg pgbouncer)
+# test/client/queue_activity.sh: the shipped query file, read by the Prometheus exporter.
+packages+=(prometheus-postgres-exporter curl)
+# test/client/periodic_cron.sh: periodic jobs scheduled by pg_cron.
+packages+=("postgresql-$major-cron")
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 # The long benchmarks draw their plots with gnuplot; bench-peers also runs PgQ.
 [[ $mode != bench-sustained && $mode != bench-horizon && $mode != bench-peers ]] || packages+=(gnuplot-nox)
@@ -43,7 +47,11 @@ ensure_packages() {
     fi
     echo "== installing ${missing[*]}"
     apt-get update -q
+    # The packages' daemons (pgbouncer, the exporter) are not for us to start: a policy-rc.d says so.
+    local policy=/usr/sbin/policy-rc.d made=
+    [[ -e $policy ]] || { printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && made=1; }
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}"
+    [[ -z $made ]] || rm -f "$policy"
 }
 
 passed=0
@@ -56,6 +64,7 @@ have() {
         pgx) [[ -d /usr/share/gocode/src/github.com/jackc/pgx ]] ;;
         psycopg) /usr/bin/python3 -c 'import psycopg' 2>/dev/null ;;
         pgtap) [[ -f $("$PG_CONFIG" --sharedir)/extension/pgtap.control ]] ;;
+        pg_cron) [[ -f $("$PG_CONFIG" --pkglibdir)/pg_cron.so ]] ;;
         *) command -v "$1" >/dev/null ;;
     esac
 }
@@ -196,6 +205,8 @@ run_tests() {
     suite "isolation, not preloaded" count_regress make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= \
         ISOLATION="queue_wait_wakeup queue_claim queue_complete_and_claim queue_frontier" || show_failure output_iso/regression.diffs
     suite "test/client/claim_wait.sh, not preloaded" count_tap test/client/claim_wait.sh || show_failure
+    ! script_runnable test/client/queue_activity.sh ||
+        suite "test/client/queue_activity.sh, not preloaded" count_tap test/client/queue_activity.sh || show_failure
     bash "$here/cluster.sh" preload on
     totals
 }

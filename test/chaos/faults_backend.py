@@ -42,6 +42,7 @@ CREATE TABLE seats (id int PRIMARY KEY, state text NOT NULL DEFAULT 'free');
 INSERT INTO seats SELECT g FROM generate_series(1, 3) AS g;
 SELECT FROM ck.create_queue('empty_q', lease => '30 seconds');
 SELECT FROM ck.create_queue('work_q', lease => '30 seconds', max_attempts => 100);
+SELECT FROM ck.create_queue('unique_q');
 INSERT INTO work_q (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, 200) AS g;
 CREATE TABLE bookings (id int PRIMARY KEY, room int NOT NULL, during tstzrange);
 INSERT INTO bookings SELECT g, g % 5, tstzrange('2026-01-01'::timestamptz + g * interval '1 day',
@@ -59,6 +60,7 @@ SELECT x FROM (
     UNION ALL SELECT 'seat ' || s::text FROM seats s
     UNION ALL SELECT 'job ' || (id, lease_token, attempts, run_at, last_error)::text FROM work_q
     UNION ALL SELECT 'empty_q rows ' || count(*) FROM empty_q
+    UNION ALL SELECT 'unique job ' || (id, unique_key, lease_token)::text FROM unique_q
     UNION ALL SELECT 'dead ' || (SELECT count(*) FROM work_q_dead) + (SELECT count(*) FROM empty_q_dead)
     UNION ALL SELECT 'booking ' || b::text FROM bookings b
     UNION ALL SELECT 'mark ' || m::text FROM marks m
@@ -74,7 +76,7 @@ HELD = """
 SELECT coalesce(string_agg(format('%%s %%s %%s', locktype, coalesce(relation::regclass::text, classid || ':' || objid), mode), ', '), '')
 FROM pg_locks
 WHERE pid = %s AND (locktype = 'advisory'
-                    OR relation IN ('stock'::regclass, 'seats'::regclass, 'work_q'::regclass, 'empty_q'::regclass,
+                    OR relation IN ('stock'::regclass, 'seats'::regclass, 'work_q'::regclass, 'empty_q'::regclass, 'unique_q'::regclass,
                                     'bookings'::regclass, 'marks'::regclass))"""
 
 
@@ -158,6 +160,26 @@ def registering(v):
     return [("SELECT ck.lock_namespace(%s)", (v.ns,))]
 
 
+def unique_key_taken_by_blocker(v):
+    """Blocker of the unique-key case: enqueues a job with a new key and keeps its transaction open."""
+    v.ns = f"key-{next(fresh_names)}"
+    return [("SELECT ck.enqueue('unique_q', unique_key => %s)", (v.ns,))]
+
+
+def unique_key_still_free(v, ctl):
+    """Follow-up of the unique-key case: the holder rolled back and the interrupted enqueue left
+    nothing, so the key is free: this enqueue inserts, the next one finds its job."""
+    try:
+        first = v.conn.execute("SELECT id, inserted FROM ck.enqueue_unique('unique_q', %s)", (v.ns,)).fetchone()
+        again = v.conn.execute("SELECT id, inserted FROM ck.enqueue_unique('unique_q', %s)", (v.ns,)).fetchone()
+    except psycopg.Error as e:
+        return [f"the follow-up enqueue failed: {e.sqlstate}: {str(e).strip()}"]
+    if not first[1] or again != (first[0], False):
+        return [f"the key was not free after the interrupted enqueue: {first!r} then {again!r}"]
+    v.conn.execute("DELETE FROM unique_q WHERE unique_key = %s", (v.ns,))
+    return []
+
+
 def cases():
     lock_wait = ("Lock",)
     latch_wait = ("Extension", "IPC")
@@ -235,6 +257,13 @@ def cases():
              followup="SELECT ck.complete('work_q', %s, %s)"),
         Case("queue", "ck.complete_and_claim of a job whose row another session has locked",
              "SELECT * FROM ck.complete_and_claim('work_q', %s, %s)", lock_wait, ("statement_timeout",),
+             blocker=row_locker, prepare=claim_job, params=job_params,
+             followup="SELECT ck.complete('work_q', %s, %s)"),
+        Case("queue", "ck.enqueue_unique of a key another session is enqueuing (its transaction open)",
+             "SELECT * FROM ck.enqueue_unique('unique_q', %s)", lock_wait, all3,
+             blocker=unique_key_taken_by_blocker, params=lambda v: (v.ns,), followup=unique_key_still_free),
+        Case("queue", "ck.cancel of a running job whose row another session has locked",
+             "SELECT ck.cancel('work_q', %s), %s::bigint", lock_wait, ("statement_timeout", "cancel", "terminate"),
              blocker=row_locker, prepare=claim_job, params=job_params,
              followup="SELECT ck.complete('work_q', %s, %s)"),
         Case("advisory lock", "ck.xact_lock('chaos', 3) without timeout, blocked by another session",

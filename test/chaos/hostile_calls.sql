@@ -278,6 +278,12 @@ SELECT ck.enqueue_unique('jobs', 'k', NULL); -- expect: 22004
 SELECT ck.enqueue_unique('jobs', 'k', '{}', NULL); -- expect: 22004
 SELECT ck.enqueue_unique('jobs', 'k', '{}', now(), NULL); -- expect: 22004
 SELECT ck.enqueue_unique('stock', 'k'); -- expect: 42809
+SELECT ck.enqueue('jobs', unique_for => '1 hour'); -- expect: 22023
+SELECT ck.enqueue('jobs', unique_key => 'w', unique_for => '0'); -- expect: 22023
+SELECT ck.enqueue('jobs', unique_key => 'w', unique_for => '-1 day'); -- expect: 22023
+BEGIN; SELECT ck.enqueue('jobs', unique_key => 'w', unique_for => '1 ms') > 0; ROLLBACK; -- expect: = t
+BEGIN; SELECT ck.enqueue('jobs', unique_key => 'w', unique_for => '1000000 years') > 0; ROLLBACK; -- expect: ok or 22008
+BEGIN; SELECT (ck.enqueue_unique('jobs', 'w', unique_for => '1 hour')).id = (ck.enqueue_unique('jobs', 'w', unique_for => '1 hour')).id; ROLLBACK; -- expect: = t
 SELECT ck.enqueue_unique(:'other_q', 'k'); -- expect: 42501|0A000
 SELECT ck.cancel(NULL, 1); -- expect: 22004
 SELECT ck.cancel('jobs', NULL); -- expect: 22004

@@ -109,6 +109,12 @@ FUNCS = [
      "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-key')).id > 0",
      "INSERT INTO app.jobs (payload, unique_key) VALUES ('{}', 'priv-key') "
      "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id", "", {}),
+    # A time window: the same, after its row in ck.unique_windows (open to whoever may insert
+    # into the queue).
+    ("enqueue, unique window", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs"],
+     "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-window', unique_for => '1 minute')).id > 0",
+     "INSERT INTO app.jobs (payload, unique_key) VALUES ('{}', 'priv-window') "
+     "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id", "", {}),
     ("cancel", ["USAGE on schema app", "SELECT on app.mail", "DELETE on app.mail", "INSERT on app.mail_dead"],
      "SELECT ck.cancel(:mail::regclass, :mid)",
      "WITH d AS (DELETE FROM app.mail WHERE id = :mid RETURNING *) "
@@ -211,6 +217,8 @@ FUNCS = [
     ("retry_stats", [], "SELECT (ck.retry_stats()).calls", "SELECT 0", "", {}),
     ("sqlstate_action", [], "SELECT ck.sqlstate_action('40001')", "SELECT 'retry'", "", {}),
     ("claim_wait_mode", [], "SELECT ck.claim_wait_mode()", "SELECT 'poll'", "", {}),
+    # Like pg_stat_user_tables: counts of every queue of the database, to every user.
+    ("queue_activity", [], "SELECT count(*) >= 0 FROM ck.queue_activity()", "SELECT count(*) FROM pg_stat_user_tables", "", {}),
     # The generators check their arguments against the table: the plain equivalent reads
     # those columns.
     # (They run no SQL on the table, which is passed by OID: USAGE on its schema is given in

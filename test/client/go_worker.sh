@@ -2,7 +2,8 @@
 # The Go worker (test/client/go/ckworker, pgx v4 from Debian, GOPATH mode, no module downloads):
 # 8 pooled workers drain 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sell the
 # last units with ck.decrement (CK001 in the driver's error), meet a timed ck.xact_lock held by
-# another pooled connection (55P03, connection usable afterwards) and CALL ck.retry. Prints TAP.
+# another pooled connection (55P03, connection usable afterwards), CALL ck.retry, and enqueue one unique key
+# from 8 producers at once, then cancel its job waiting and running. Prints TAP.
 # needs: go pgx   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
@@ -21,7 +22,7 @@ else
 fi
 
 setup_db "$db" 2000
-run_tap "go worker" 150 "$tmp/ckworker" -workers 8 -parts queue,decrement,lock,retry
+run_tap "go worker" 150 "$tmp/ckworker" -workers 8 -parts queue,decrement,lock,retry,unique
 outcome_checks go 8
 readme_check go test/client/go/ckworker/worker.go
 readme_check go test/client/go/ckworker/examples.go

@@ -2,7 +2,8 @@
 # The Node worker (test/client/node/ckworker.js, pg from npm, pinned in package-lock.json): a pg.Pool
 # of 8 drains 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sells the last units
 # with ck.decrement (CK001 in error.code), meets a timed ck.xact_lock held by another pooled
-# connection (55P03, connection usable afterwards) and calls CALL ck.retry. Prints TAP.
+# connection (55P03, connection usable afterwards), calls CALL ck.retry, and enqueues one unique key from 8
+# producers at once, then cancels its job waiting and running. Prints TAP.
 # needs: node npm   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
@@ -20,7 +21,7 @@ else
     exit 1
 fi
 setup_db "$db" 2000
-run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry
+run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry unique
 outcome_checks node 8
 readme_check node test/client/node/ckworker.js
 tap_done

@@ -463,6 +463,12 @@ check "which is now a dead letter with the reason cancelled, and purged" "$db_a"
        AND NOT EXISTS (SELECT FROM jobs AS j WHERE j.id = u.id)
        AND ck.purge_dead('jobs', '0') = 1
     FROM unique_job AS u"
+sql -d "$db_a" -c "CREATE TABLE window_job AS SELECT ck.enqueue('jobs', unique_key => 'upgrade-window', unique_for => '1 hour') AS id" \
+    -c "SELECT ck.cancel('jobs', id) FROM window_job" -c "SELECT ck.purge_dead('jobs', '0')" >/dev/null || true
+check "a key with a window (unique_for) stays taken in a queue made under $oldest after its job is gone" "$db_a" "
+    SELECT ck.enqueue('jobs', unique_key => 'upgrade-window', unique_for => '1 hour') = id
+       AND NOT EXISTS (SELECT FROM jobs WHERE unique_key = 'upgrade-window')
+    FROM window_job"
 check "the queues are empty now: ck.queue_stats all zero" "$db_a" "
     SELECT bool_and((s.ready, s.scheduled, s.running, s.expired, s.dead) = (0, 0, 0, 0, 0))
     FROM unnest(ARRAY['jobs', 'expiring', 'fragile']::regclass[]) AS q, ck.queue_stats(q) AS s"

@@ -2,7 +2,7 @@
 // ckworker.js drives concurrency_kit from Node with pg (node-postgres) and prints unnumbered TAP
 // lines ("ok - ...", "not ok - ...", "# ...") that test/client/lib/tap.sh numbers.
 //
-//   node ckworker.js [--workers 8] queue decrement lock retry
+//   node ckworker.js [--workers 8] queue decrement lock retry unique
 //
 // Connects with the PG* environment variables. The database must have been set up with
 // test/client/lib/setup.sql.
@@ -137,6 +137,19 @@ async function takeSeat(pool, customer) {
   return r.rows[0].attempts;
 }
 
+// enqueueOnce enqueues a job for key unless one is already waiting or running: { id, inserted }.
+async function enqueueOnce(pool, key, payload) {
+  const r = await pool.query(`SELECT id, inserted FROM ck.enqueue_unique('reports', $1, $2::jsonb)`, [key, payload]);
+  return { id: Number(r.rows[0].id), inserted: r.rows[0].inserted };
+}
+
+// cancelJob says 'cancelled' (it was waiting), 'cancelling' (a worker runs it: its next
+// acknowledgement finds the lease lost) or 'gone'.
+async function cancelJob(pool, id) {
+  const r = await pool.query(`SELECT ck.cancel('reports', $1) AS outcome`, [id]);
+  return r.rows[0].outcome;
+}
+
 const quoteLiteral = (s) => `'${s.replace(/'/g, "''")}'`;
 
 async function attempt(f) {
@@ -250,13 +263,36 @@ async function testRetry(pool, workers) {
     `node: CALL ck.retry inside a transaction is refused with 25001 (${error && error.message})`);
 }
 
+async function testUnique(pool, workers) {
+  await pool.query(`SELECT ck.create_queue('reports') WHERE to_regclass('reports') IS NULL`);
+  const got = await Promise.all(Array.from({ length: workers }, (_, i) =>
+    enqueueOnce(pool, 'report:2026-12', { by: i }).catch((e) => ({ error: e.message }))));
+  const errors = got.filter((g) => g.error);
+  const ids = new Set(got.filter((g) => !g.error).map((g) => g.id));
+  tap(errors.length === 0 && ids.size === 1 && got.filter((g) => g.inserted).length === 1,
+    `node: ${workers} producers enqueue one unique key at once: one job inserted, every producer got its id`);
+  errors.forEach((e) => note(e.error));
+  const [id] = ids;
+  const first = await cancelJob(pool, id);
+  const second = await cancelJob(pool, id);
+  tap(first === 'cancelled' && second === 'gone', `node: ck.cancel of the waiting job says 'cancelled', then 'gone' (${first}, ${second})`);
+  const again = await enqueueOnce(pool, 'report:2026-12', { by: 'again' });
+  const claimed = (await pool.query(`SELECT id, lease_token FROM ck.claim('reports')`)).rows[0];
+  tap(again.inserted && claimed && Number(claimed.id) === again.id,
+    "node: the cancelled job's key is free again: a new job, claimed by a worker");
+  const outcome = await cancelJob(pool, again.id);
+  const done = (await pool.query('SELECT ck.complete($1, $2, $3) AS done', ['reports', claimed.id, claimed.lease_token])).rows[0].done;
+  tap(outcome === 'cancelling' && done === false,
+    `node: cancelling the running job says 'cancelling'; its worker's ck.complete finds the lease lost (${done})`);
+}
+
 async function main() {
   const args = process.argv.slice(2);
   let workers = 8;
   const w = args.indexOf('--workers');
   if (w >= 0) workers = Number(args.splice(w, 2)[1]);
   const pool = new Pool({ max: workers });
-  const parts = { queue: testQueue, decrement: testDecrement, lock: testLock, retry: testRetry };
+  const parts = { queue: testQueue, decrement: testDecrement, lock: testLock, retry: testRetry, unique: testUnique };
   for (const part of args) {
     if (!parts[part]) {
       tap(false, `unknown part ${part}`);

@@ -1,7 +1,7 @@
 """ckworker.py drives concurrency_kit from Python with psycopg 3 (Debian's python3-psycopg) and
 prints unnumbered TAP lines ("ok - ...", "not ok - ...", "# ...") that test/client/lib/tap.sh numbers.
 
-    /usr/bin/python3 ckworker.py [--dsn DSN] [--workers 8] queue decrement lock retry
+    /usr/bin/python3 ckworker.py [--dsn DSN] [--workers 8] queue decrement lock retry unique
     /usr/bin/python3 ckworker.py --dsn BOUNCER_DSN prepare        (through PgBouncer)
 
 An empty DSN means the PG* environment variables. The database must have been set up with
@@ -13,6 +13,7 @@ import threading
 import time
 
 import psycopg
+import psycopg.types.json
 
 failures = 0
 
@@ -121,6 +122,17 @@ def take_seat(conn, customer):
            " SELECT 7, " + quote_literal(customer) + ", ck.current_attempt()"
            " WHERE (SELECT count(*) FROM seats WHERE show_id = 7) < 20")
     return conn.execute("CALL ck.retry(%s, 'serializable', 20)", (sql,)).fetchone()[0]
+
+
+def enqueue_once(conn, key, payload):
+    """Enqueues a job for key unless one is already waiting or running: (id, inserted)."""
+    return conn.execute("SELECT id, inserted FROM ck.enqueue_unique('reports', %s, %s::jsonb)",
+                        (key, psycopg.types.json.Jsonb(payload))).fetchone()
+
+
+def cancel(conn, id):
+    """'cancelled' (it was waiting), 'cancelling' (a worker runs it: its next ack finds the lease lost) or 'gone'."""
+    return conn.execute("SELECT ck.cancel('reports', %s)", (id,)).fetchone()[0]
 
 
 def quote_literal(s):
@@ -273,6 +285,37 @@ def test_retry(dsn, workers):
         tap(sqlstate(error) == "25001", f"python: CALL ck.retry inside a transaction is refused with 25001 ({error!r})")
 
 
+def test_unique(dsn, workers):
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT ck.create_queue('reports') WHERE to_regclass('reports') IS NULL")
+    got, errors = [], []
+
+    def producer(i):
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                got.append(enqueue_once(conn, "report:2026-12", {"by": i}))
+        except Exception as e:
+            errors.append(f"producer {i}: {e!r}")
+
+    run_threads(workers, producer)
+    ids = {id for id, _ in got}
+    tap(not errors and len(got) == workers and len(ids) == 1 and sum(1 for _, inserted in got if inserted) == 1,
+        f"python: {workers} producers enqueue one unique key at once: one job inserted, every producer got its id")
+    for e in errors:
+        note(e)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        (id,) = ids or {None}
+        tap(cancel(conn, id) == "cancelled" and cancel(conn, id) == "gone",
+            "python: ck.cancel of the waiting job says 'cancelled', then 'gone'")
+        id, inserted = enqueue_once(conn, "report:2026-12", {"by": "again"})
+        claimed = conn.execute("SELECT id, lease_token FROM ck.claim('reports')").fetchone()
+        tap(inserted and claimed is not None and claimed[0] == id,
+            "python: the cancelled job's key is free again: a new job, claimed by a worker")
+        tap(cancel(conn, id) == "cancelling" and
+            not conn.execute("SELECT ck.complete('reports', %s, %s)", claimed).fetchone()[0],
+            "python: cancelling the running job says 'cancelling'; its worker's ck.complete finds the lease lost")
+
+
 def test_prepare(dsn, tracked):
     """Through PgBouncer in transaction mode: psycopg prepares a statement on the server from its
     prepare_threshold-th execution (default 5); the next execution may land on another server
@@ -323,6 +366,8 @@ def main():
                 test_lock(args.dsn)
             elif part == "retry":
                 test_retry(args.dsn, args.workers)
+            elif part == "unique":
+                test_unique(args.dsn, args.workers)
             elif part == "prepare":
                 test_prepare(args.dsn, args.tracked_prepares)
             else:

@@ -57,6 +57,21 @@ func takeSeat(ctx context.Context, db *pgxpool.Pool, customer string) (attempts 
 	return attempts, err
 }
 
+// enqueueOnce enqueues a job for key unless one is already waiting or running: its id, and
+// whether this call inserted it.
+func enqueueOnce(ctx context.Context, db *pgxpool.Pool, key string, payload any) (id int64, inserted bool, err error) {
+	err = db.QueryRow(ctx, `SELECT id, inserted FROM ck.enqueue_unique('reports', $1, $2::jsonb)`, key, payload).
+		Scan(&id, &inserted)
+	return id, inserted, err
+}
+
+// cancelJob says "cancelled" (it was waiting), "cancelling" (a worker runs it: its next
+// acknowledgement finds the lease lost) or "gone".
+func cancelJob(ctx context.Context, db *pgxpool.Pool, id int64) (outcome string, err error) {
+	err = db.QueryRow(ctx, `SELECT ck.cancel('reports', $1)`, id).Scan(&outcome)
+	return outcome, err
+}
+
 // quoteLiteral quotes s as an SQL string literal (standard_conforming_strings is on).
 func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"

@@ -1,7 +1,7 @@
 // ckworker drives concurrency_kit from Go with pgx v4 and prints unnumbered TAP lines
 // ("ok - ...", "not ok - ...", "# ...") that test/client/lib/tap.sh numbers.
 //
-//	ckworker -parts queue,decrement,lock,retry [-dsn DSN] [-workers 8]
+//	ckworker -parts queue,decrement,lock,retry,unique [-dsn DSN] [-workers 8]
 //	ckworker -parts prepare,session,caches -dsn BOUNCER_DSN -direct DIRECT_DSN -session-dsn SESSION_POOL_DSN
 //
 // An empty DSN means the PG* environment variables. The database must have been set up with
@@ -83,6 +83,8 @@ func main() {
 			testLock(ctx, pool)
 		case "retry":
 			testRetry(ctx, pool, *workers)
+		case "unique":
+			testUnique(ctx, pool, *workers)
 		case "prepare":
 			testPrepare(ctx, *dsn, *tracked)
 		case "session":
