@@ -16,12 +16,19 @@ enum class StatementKind : uint8_t {
     ReadAsText,      // the current value of a column, for the messages of raising forms
     QueueConfig,     // a queue's row of ck.queues
     Enqueue,
-    EnqueueUnique,   // the same with a unique key: nothing when a job holds the key
+    EnqueueKeyed,    // the same with a concurrency key
+    EnqueueUnique,   // with a unique key (and maybe a concurrency key): nothing when a job holds the key
     FindUnique,      // the job holding a unique key
     WindowTake,      // a unique key's time window in ck.unique_windows: taken, or nothing
     WindowHolder,    // the job that took a key's window
     WindowSetJob,
     WindowPurge,     // a few of the queue's windows that have ended
+    SlotTake,        // a limited concurrency key's slot row, locked (made at the limit when new): its free slots
+    SlotDecrement,
+    SlotIncrement,
+    SlotLock,        // the same, not made when missing (a key without a limit)
+    Park,            // a job of a full key: held back at run_at 'infinity'
+    Unpark,          // the oldest parked job of a key, back at its own run_at
     Cancel,          // a job -> dead letters, with the reason cancelled
     Claim,           // the whole claim index in order
     ClaimFrom,       // one priority, from its frontier

@@ -7,6 +7,7 @@
 #include "queue_activity.hpp"
 #include "queue_frontier.hpp"
 #include "queue_key.hpp"
+#include "queue_limits.hpp"
 #include "queue_plan.hpp"
 #include "queue_wakeup.hpp"
 #include "spi.hpp"
@@ -276,17 +277,22 @@ CK_FUNCTION(ck_enqueue)
     // unique_key and unique_for came with 0.3.0: a library newer than the installed SQL gets
     // four arguments.
     const Interval *window = ck::unique_for_arg(fcinfo, 5, 4);
+    bool no_concurrency_key = PG_NARGS() <= 6 || PG_ARGISNULL(6);
+    Datum concurrency_key = no_concurrency_key ? 0 : PG_GETARG_DATUM(6);
     if (PG_NARGS() > 4 && !PG_ARGISNULL(4)) {
         ck::spi_connect();
         ck::Enqueued job = ck::enqueue_unique(queue, PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3),
-                                              PG_GETARG_DATUM(4), window);
+                                              PG_GETARG_DATUM(4), window, concurrency_key, no_concurrency_key);
         ck::spi_finish();
         PG_RETURN_INT64(job.id);
     }
-    Datum values[3] = {PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3)};
     ck::spi_connect();
-    const Prepared &p = ck::queue_statement(StatementKind::Enqueue, queue);
-    ck::execute_plan(p.plan, values, nullptr);
+    ck::Placing place = ck::place_job(queue, concurrency_key, no_concurrency_key, PG_GETARG_DATUM(2));
+    Datum values[5] = {PG_GETARG_DATUM(1), place.run_at, PG_GETARG_DATUM(3), concurrency_key, place.parked_run_at};
+    char nulls[5] = {' ', ' ', ' ', ' ', place.parked_null};
+    const Prepared &p = ck::queue_statement(no_concurrency_key ? StatementKind::Enqueue : StatementKind::EnqueueKeyed, queue);
+    ck::PlacedInserts placed;
+    ck::execute_plan(p.plan, values, nulls);
     bool isnull;
     Datum id = ck::result_datum(0, 1, &isnull);
     ck::spi_finish();

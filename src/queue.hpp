@@ -24,7 +24,7 @@ struct Enqueued {
     bool inserted;
 };
 Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key,
-                        const Interval *window);
+                        const Interval *window, Datum concurrency_key = 0, bool no_concurrency_key = true);
 
 // The unique_for argument argno: NULL (nullptr), or positive and finite, and only with a key.
 const Interval *unique_for_arg(FunctionCallInfo fcinfo, int argno, int key_argno);

@@ -103,13 +103,18 @@ CK_FUNCTION(ck_create_queue)
                      "lease_token bigint, "
                      "enqueued_at timestamp with time zone NOT NULL DEFAULT pg_catalog.now(), "
                      "last_error pg_catalog.text, "
-                     "unique_key pg_catalog.text) "
+                     "unique_key pg_catalog.text, "
+                     "concurrency_key pg_catalog.text, "
+                     "parked_run_at timestamp with time zone) "
                      "WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.02)")
                         .c_str());
     ck::execute_sql(("CREATE INDEX ON " + q + " (priority, run_at, id)").c_str());
     ck::execute_sql(("CREATE INDEX ON " + q + " (run_at) WHERE lease_token IS NOT NULL").c_str());
     // At most one job per unique key in the queue (queue_unique.cpp).
     ck::execute_sql(("CREATE UNIQUE INDEX ON " + q + " (unique_key) WHERE unique_key IS NOT NULL").c_str());
+    // Jobs parked behind their concurrency key's limit, oldest first (queue_limits.cpp).
+    ck::execute_sql(("CREATE INDEX ON " + q + " (concurrency_key, priority, parked_run_at, id) WHERE parked_run_at IS NOT NULL")
+                        .c_str());
     ck::execute_sql(("CREATE TABLE " + dead + " ("
                      "id bigint PRIMARY KEY, "
                      "job pg_catalog.jsonb NOT NULL, "
@@ -130,6 +135,10 @@ CK_FUNCTION(ck_create_queue)
     if (has_trigger_function("queue_changed"))
         ck::execute_sql(("CREATE TRIGGER ck_changed BEFORE UPDATE OR DELETE ON " + q +
                          " FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_changed()").c_str());
+    // A job of a limited concurrency key that leaves the queue hands its slot on. (From 0.3.0.)
+    if (has_trigger_function("queue_left"))
+        ck::execute_sql(("CREATE TRIGGER ck_left AFTER DELETE ON " + q +
+                         " REFERENCING OLD TABLE AS ck_old FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_left()").c_str());
     if (notify)
         ck::execute_sql(("CREATE TRIGGER ck_notify AFTER INSERT ON " + q +
                          " FOR EACH STATEMENT EXECUTE FUNCTION ck.notify_queue()").c_str());

@@ -24,6 +24,7 @@
 // a crash restart, and a queue without a slot starts from the beginning of its index.
 #include "queue_frontier.hpp"
 #include "boundary.hpp"
+#include "queue_key.hpp"
 #include "shared_memory.hpp"
 #include "spi.hpp"
 
@@ -517,20 +518,6 @@ void frontier_check_claimed(Oid queue, int32 priority, FrontierKey key)
     SpinLockRelease(&s->mutex);
 }
 
-namespace {
-
-AttrNumber column(TupleDesc desc, const char *name, Oid type)
-{
-    for (int i = 0; i < desc->natts; i++) {
-        Form_pg_attribute a = TupleDescAttr(desc, i);
-        if (!a->attisdropped && strcmp(NameStr(a->attname), name) == 0)
-            return a->atttypid == type ? a->attnum : InvalidAttrNumber;
-    }
-    return InvalidAttrNumber;
-}
-
-} // namespace
-
 void frontier_on_insert(TriggerData *trigger)
 {
     if (shared == nullptr)
@@ -538,9 +525,9 @@ void frontier_on_insert(TriggerData *trigger)
     Relation rel = trigger->tg_relation;
     Oid queue = RelationGetRelid(rel);
     TupleDesc desc = RelationGetDescr(rel);
-    AttrNumber priority = column(desc, "priority", INT4OID);
-    AttrNumber run_at = column(desc, "run_at", TIMESTAMPTZOID);
-    AttrNumber id = column(desc, "id", INT8OID);
+    AttrNumber priority = job_column(desc, "priority", INT4OID);
+    AttrNumber run_at = job_column(desc, "run_at", TIMESTAMPTZOID);
+    AttrNumber id = job_column(desc, "id", INT8OID);
     Tuplestorestate *rows = trigger->tg_newtable;
     if (rows == nullptr || priority == InvalidAttrNumber || run_at == InvalidAttrNumber || id == InvalidAttrNumber) {
         frontier_reset_at_end(queue);

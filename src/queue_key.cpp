@@ -42,4 +42,14 @@ void ready_again_on_abort(Oid queue, Datum id, int col)
     });
 }
 
+AttrNumber job_column(TupleDesc desc, const char *name, Oid type)
+{
+    for (int i = 0; i < desc->natts; i++) {
+        Form_pg_attribute a = TupleDescAttr(desc, i);
+        if (!a->attisdropped && strcmp(NameStr(a->attname), name) == 0)
+            return a->atttypid == type ? a->attnum : InvalidAttrNumber;
+    }
+    return InvalidAttrNumber;
+}
+
 } // namespace ck

@@ -24,4 +24,8 @@ JobKey job_key(uint64 row, int col, int id_col, Datum id = 0);
 // run_at).
 void ready_again_on_abort(Oid queue, Datum id, int col);
 
+// The attribute number of the queue's column name in desc when it has that type, else
+// InvalidAttrNumber (a trigger's transition table). Never raises.
+AttrNumber job_column(TupleDesc desc, const char *name, Oid type);
+
 } // namespace ck

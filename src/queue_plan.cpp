@@ -12,7 +12,7 @@
 //   whole index) costs it the same as through the primary key; it took the claim index, and
 //   the 10-minute REPEATABLE READ horizon run fell to a fifth of its rate. So while the plan
 //   is made, the table the statement changes offers the planner only the indexes that start
-//   with id. (The joins are written so that a full scan of the primary key is of no use to
+//   with id (get_relation_info_hook; build_simple_rel_hook on 19). (The joins are written so that a full scan of the primary key is of no use to
 //   the planner either: see the claim's SQL in queue_sql.cpp.)
 // The plan is made apart from the execution (SPI_plan_get_cached_plan), so that neither the
 // settings nor the restriction reach the statements that triggers run during it.
@@ -25,7 +25,20 @@ extern "C" {
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/resowner.h"
+#if PG_VERSION_NUM >= 190000
+#include "optimizer/pathnode.h"
+#endif
 }
+
+// PostgreSQL 19 replaced get_relation_info_hook with build_simple_rel_hook, which runs once
+// get_relation_info has filled in the relation (its indexes) and is meant for such edits.
+#if PG_VERSION_NUM >= 190000
+using relation_hook_type = build_simple_rel_hook_type;
+#define ck_relation_hook build_simple_rel_hook
+#else
+using relation_hook_type = get_relation_info_hook_type;
+#define ck_relation_hook get_relation_info_hook
+#endif
 
 namespace ck {
 
@@ -33,14 +46,12 @@ namespace {
 
 Oid restricted_queue = InvalidOid;
 AttrNumber restricted_id = InvalidAttrNumber;
-get_relation_info_hook_type previous_hook = nullptr;
+relation_hook_type previous_hook = nullptr;
 
-// get_relation_info_hook: the target of the statement being planned keeps the indexes that
-// start with id. (Plain C inside: it may raise.)
-void only_lookups_by_id(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel)
+// The target of the statement being planned keeps the indexes that start with id. (Plain C
+// inside: it may raise.)
+void keep_lookups_by_id(PlannerInfo *root, Oid relid, RelOptInfo *rel)
 {
-    if (previous_hook != nullptr)
-        previous_hook(root, relid, inhparent, rel);
     if (relid != restricted_queue || root->parse->resultRelation != static_cast<int>(rel->relid))
         return;
     List *kept = NIL;
@@ -53,12 +64,29 @@ void only_lookups_by_id(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo
     rel->indexlist = kept;
 }
 
+#if PG_VERSION_NUM >= 190000
+void only_lookups_by_id(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
+{
+    if (previous_hook != nullptr)
+        previous_hook(root, rel, rte);
+    if (rte->rtekind == RTE_RELATION)
+        keep_lookups_by_id(root, rte->relid, rel);
+}
+#else
+void only_lookups_by_id(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel)
+{
+    if (previous_hook != nullptr)
+        previous_hook(root, relid, inhparent, rel);
+    keep_lookups_by_id(root, relid, rel);
+}
+#endif
+
 } // namespace
 
 void queue_plan_init()
 {
-    previous_hook = get_relation_info_hook;
-    get_relation_info_hook = only_lookups_by_id;
+    previous_hook = ck_relation_hook;
+    ck_relation_hook = only_lookups_by_id;
 }
 
 void plan_queue_statement(const Prepared &p, Oid queue)

@@ -86,12 +86,17 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
     case StatementKind::Enqueue:
         return {"INSERT INTO " + q + " (payload, run_at, priority) VALUES ($1, $2, $3) RETURNING id",
                 {JSONBOID, TIMESTAMPTZOID, INT4OID}, 3, 0};
+    // With a concurrency key, parked ($5 not NULL: run_at is then 'infinity') or not.
+    case StatementKind::EnqueueKeyed:
+        return {"INSERT INTO " + q + " (payload, run_at, priority, concurrency_key, parked_run_at)"
+                " VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID}, 5, 0};
     case StatementKind::EnqueueUnique:
         // ON CONFLICT DO NOTHING waits for a transaction still inserting the key and decides
         // on its outcome, so a key never goes to two jobs and a rolled-back holder frees it.
-        return {"INSERT INTO " + q + " (payload, run_at, priority, unique_key) VALUES ($1, $2, $3, $4) "
-                "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id",
-                {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID}, 4, 0};
+        return {"INSERT INTO " + q + " (payload, run_at, priority, unique_key, concurrency_key, parked_run_at)"
+                " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id",
+                {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID}, 6, 0};
     case StatementKind::FindUnique:
         return {"SELECT id FROM " + q + " WHERE unique_key" EQ "$1", {TEXTOID}, 1, 0};
     // A key's window ($1 queue, $2 key): taken when it has no row or its window has ended ($4 is
@@ -101,12 +106,42 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 " ON CONFLICT (queue, unique_key) DO UPDATE SET until = EXCLUDED.until, job = NULL"
                 " WHERE w.until" CK_OP("<=") "$4 RETURNING true",
                 {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}, 4, 0};
+    // The join (which the planner removes) asks for SELECT on the queue, as a duplicate found
+    // in the queue itself would: the windows alone must not tell a job's id to whoever may insert.
     case StatementKind::WindowHolder:
-        return {"SELECT job FROM ck.unique_windows WHERE queue" EQ "$1 AND unique_key" EQ "$2",
+        return {"SELECT w.job FROM ck.unique_windows AS w LEFT JOIN " + q + " AS j ON j.id" EQ "w.job"
+                " WHERE w.queue" EQ "$1 AND w.unique_key" EQ "$2",
                 {REGCLASSOID, TEXTOID}, 2, 0};
     case StatementKind::WindowSetJob:
         return {"UPDATE ck.unique_windows SET job = $3 WHERE queue" EQ "$1 AND unique_key" EQ "$2",
                 {REGCLASSOID, TEXTOID, INT8OID}, 3, 0};
+    // Concurrency limits ($1 queue, $2 key; queue_limits.cpp). The slot row is made at the
+    // key's limit (its own, else the queue's default) the first time a limited key is seen.
+    case StatementKind::SlotTake:
+        return {"INSERT INTO ck.concurrency_slots AS s (queue, concurrency_key, free)"
+                " SELECT $1, $2, l.max_running FROM ck.concurrency_limits AS l WHERE l.queue" EQ "$1"
+                "   AND (l.concurrency_key" EQ "$2 OR l.concurrency_key IS NULL) ORDER BY l.concurrency_key IS NULL LIMIT 1"
+                " ON CONFLICT (queue, concurrency_key) DO UPDATE SET free = s.free RETURNING s.free",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case StatementKind::SlotLock:
+        return {"SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$1 AND concurrency_key" EQ "$2 FOR UPDATE",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case StatementKind::SlotDecrement:
+        return {"UPDATE ck.concurrency_slots SET free = free" CK_OP("-") "1 WHERE queue" EQ "$1 AND concurrency_key" EQ "$2",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case StatementKind::SlotIncrement:
+        return {"UPDATE ck.concurrency_slots SET free = free" CK_OP("+") "1 WHERE queue" EQ "$1 AND concurrency_key" EQ "$2",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case StatementKind::Park:
+        return {"UPDATE " + q + " SET parked_run_at = COALESCE(parked_run_at, run_at),"
+                " run_at = 'infinity'::pg_catalog.timestamptz WHERE id" EQ "$1",
+                {INT8OID}, 1, 0};
+    case StatementKind::Unpark:
+        // Another transaction's lock on a parked job (it is cancelling it) is skipped.
+        return {"UPDATE " + q + " AS j SET run_at = j.parked_run_at, parked_run_at = NULL WHERE j.id" EQ "("
+                "SELECT p.id FROM " + q + " AS p WHERE p.concurrency_key" EQ "$1 AND p.parked_run_at IS NOT NULL"
+                " ORDER BY p.priority, p.parked_run_at, p.id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING j.priority, j.run_at, j.id",
+                {TEXTOID}, 1, 0};
     case StatementKind::WindowPurge:
         // Windows that have ended are kept only until a later windowed enqueue of the queue
         // removes them, a few at a time, skipping any another enqueue is taking again.
@@ -197,7 +232,7 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         return {"WITH revived AS (DELETE FROM " + dead + " WHERE id" EQ "$1 RETURNING job) "
                 "INSERT INTO " + q + " SELECT r.* FROM revived, pg_catalog.jsonb_populate_record(NULL::" + q +
                 ", revived.job" CK_OP("||") "pg_catalog.jsonb_build_object('attempts', 0, 'lease_token', NULL, "
-                "'run_at', " + now + ", 'last_error', NULL)) AS r",
+                "'run_at', " + now + ", 'last_error', NULL, 'parked_run_at', NULL)) AS r",
                 {INT8OID}, 1, 0};
     case StatementKind::PurgeDead:
         return {"DELETE FROM " + dead + " WHERE died_at" CK_OP("<") "(" + now + CK_OP("-") "$1)", {INTERVALOID}, 1, 0};

@@ -12,6 +12,7 @@
 #include "args.hpp"
 #include "queue.hpp"
 #include "queue_activity.hpp"
+#include "queue_limits.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -27,17 +28,24 @@ namespace {
 
 // Each round either inserts, or finds a holder that committed before the lookup's snapshot;
 // only a holder leaving between the two sends it round again.
-Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key)
+Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key,
+                       Datum concurrency_key, bool no_concurrency_key)
 {
     const Prepared &insert = queue_statement(StatementKind::EnqueueUnique, queue);
     const Prepared &find = queue_statement(StatementKind::FindUnique, queue);
-    Datum values[4] = {payload, run_at, priority, unique_key};
+    Placing place = place_job(queue, concurrency_key, no_concurrency_key, run_at);
+    Datum values[6] = {payload, place.run_at, priority, unique_key, concurrency_key, place.parked_run_at};
+    char nulls[6] = {' ', ' ', ' ', ' ', no_concurrency_key ? 'n' : ' ', place.parked_null};
     bool isnull;
+    PlacedInserts placed;
     for (int round = 0; round < 100; round++) {
-        if (execute_plan(insert.plan, values, nullptr) == 1)
+        if (execute_plan(insert.plan, values, nulls) == 1)
             return {DatumGetInt64(result_datum(0, 1, &isnull)), true};
-        if (execute_plan(find.plan, &values[3], nullptr, Snap::Fresh) == 1)
+        if (execute_plan(find.plan, &values[3], nullptr, Snap::Fresh) == 1) {
+            if (place.taken)
+                give_back_slot(queue, concurrency_key);   // nothing inserted: the slot is free again
             return {DatumGetInt64(result_datum(0, 1, &isnull)), false};
+        }
     }
     throw Error(ERRCODE_T_R_SERIALIZATION_FAILURE,
                 fmt("unique key \"%s\" of queue %s changed hands 100 times during one enqueue",
@@ -52,7 +60,7 @@ Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, D
 // returned), and the row names it; not taken, the job that took the window is the answer,
 // whether or not it is still in the queue.
 Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key,
-                        const Interval *window)
+                        const Interval *window, Datum concurrency_key, bool no_concurrency_key)
 {
     Datum key[2] = {ObjectIdGetDatum(queue), unique_key};
     bool isnull;
@@ -71,7 +79,7 @@ Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, 
             return {DatumGetInt64(result_datum(0, 1, &isnull)), false};
         }
     }
-    Enqueued job = insert_unique(queue, payload, run_at, priority, unique_key);
+    Enqueued job = insert_unique(queue, payload, run_at, priority, unique_key, concurrency_key, no_concurrency_key);
     if (!job.inserted)
         count_now(queue, Activity::Duplicates);
     if (window != nullptr) {
@@ -104,9 +112,11 @@ CK_FUNCTION(ck_enqueue_unique)
     for (int i = 0; i < 5; i++)
         ck::require_arg(fcinfo, i, arg_names[i]);
     const Interval *window = ck::unique_for_arg(fcinfo, 5, 1);
+    bool no_concurrency_key = PG_NARGS() <= 6 || PG_ARGISNULL(6);
     ck::spi_connect();
     ck::Enqueued job = ck::enqueue_unique(PG_GETARG_OID(0), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3), PG_GETARG_DATUM(4),
-                                          PG_GETARG_DATUM(1), window);
+                                          PG_GETARG_DATUM(1), window, no_concurrency_key ? 0 : PG_GETARG_DATUM(6),
+                                          no_concurrency_key);
     ck::spi_finish();
     return ck::pg_call([&] {
         TupleDesc desc;

@@ -2,6 +2,7 @@
 // of queues to wake, and the trigger ck.queue_ready that every queue carries.
 #include "queue_wakeup.hpp"
 #include "queue_activity.hpp"
+#include "queue_limits.hpp"
 #include "boundary.hpp"
 #include "shared_memory.hpp"
 #include "queue_frontier.hpp"
@@ -148,10 +149,15 @@ void queue_wait_cancel()
 } // namespace ck
 
 // AFTER INSERT FOR EACH STATEMENT on every queue (REFERENCING NEW TABLE): the inserted jobs'
-// waiters wake at commit, and the claim frontier learns where the jobs are.
+// waiters wake at commit, the claim frontier learns where the jobs are, and jobs of a limited
+// concurrency key take a slot or are parked (queue_limits.cpp).
 CK_FUNCTION(ck_queue_ready)
 {
-    ck::pg_call([&] {
+    struct Inserted {
+        Oid queue;
+        ck::KeyedJobs keyed;
+    };
+    Inserted inserted = ck::pg_call([&] {
         if (!CALLED_AS_TRIGGER(fcinfo))
             ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
                             errmsg("ck.queue_ready must be called as a trigger")));
@@ -161,7 +167,10 @@ CK_FUNCTION(ck_queue_ready)
         ck::frontier_on_insert(trigger);
         if (trigger->tg_newtable != nullptr)
             ck::count_at_commit(queue, ck::Activity::Enqueued, tuplestore_tuple_count(trigger->tg_newtable));
+        return Inserted{queue, ck::keyed_jobs(trigger->tg_newtable, RelationGetDescr(trigger->tg_relation))};
     });
+    if (inserted.keyed.n > 0)
+        ck::limits_on_insert(inserted.queue, inserted.keyed);
     // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
     return PointerGetDatum(static_cast<HeapTuple>(nullptr));
 }

@@ -73,6 +73,7 @@ BOUNDS = ["100", "1000", "32767", "2147483647", "1e100"]
 BAD_BOUNDS = ["NULL", "0", "-1", "'NaN'", "'Infinity'", "'-Infinity'", "1e-100", "-1e100",
               "9223372036854775807", "99999999999999999999999999999999999999", "0.5"]
 UNIQUE_KEYS = ["'k1'", "'k2'", "'mail:' || 7"]
+CONCURRENCY_KEYS = ["'tenant:1'", "'tenant:2'", "''"]
 STATES = ["'free'", "'held'", "'booked'", "'cancelled'"]
 BAD_TEXTS = ["NULL", "''", "'nope'", "'FREE'", "repeat('x', 10000)", "'x'';--'", "'é'",
              "E'tab\\there'", "' free'", "NULL::text"]
@@ -230,16 +231,20 @@ FUNCS = {
     "sqlstate_action": (lambda: [pick(SQLSTATES, BAD_SQLSTATES)], False, False),
     "queues_changed": (lambda: [], False, False),
     "notify_queue": (lambda: [], False, False),
+    "queue_left": (lambda: [], False, False),
     "queue_ready": (lambda: [], False, False),
     "claim_wait_mode": (lambda: [], False, False),
     "create_queue": (lambda: opt([pick(QUEUE_NAMES, BAD_QUEUE_NAMES)], iv, lambda: pick(INTS, BAD_INTS),
                                  lambda: pick(BOOLS, BAD_BOOLS)), False, True),
     "drop_queue": (lambda: [queue()], False, True),
     "enqueue": (lambda: opt([queue()], lambda: pick(JSONS, BAD_JSONS), lambda: pick(TIMES, BAD_TIMES),
-                            lambda: pick(INTS, BAD_INTS), lambda: pick(UNIQUE_KEYS, BAD_TEXTS), iv), False, False),
+                            lambda: pick(INTS, BAD_INTS), lambda: pick(UNIQUE_KEYS, BAD_TEXTS), iv,
+                            lambda: pick(CONCURRENCY_KEYS, BAD_TEXTS)), False, False),
     "enqueue_unique": (lambda: opt([queue(), pick(UNIQUE_KEYS, BAD_TEXTS)], lambda: pick(JSONS, BAD_JSONS),
                                    lambda: pick(TIMES, BAD_TIMES), lambda: pick(INTS, BAD_INTS), iv), True, False),
     "cancel": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS)], False, False),
+    "set_concurrency_limit": (lambda: [queue(), pick(CONCURRENCY_KEYS + ["NULL"], BAD_TEXTS),
+                                       pick(["0", "1", "2", "NULL"], BAD_INTS)], False, True),
     "claim": (lambda: opt([queue()], lambda: pick(INTS, BAD_INTS), iv), True, False),
     "claim_wait": (lambda: [queue(), pick(INTS, BAD_INTS), iv(), pick(WAITS, BAD_WAITS)], True, False),
     "complete": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)], False, False),

@@ -217,6 +217,7 @@ SELECT ck.sqlstate_action('XX000'); -- expect: = error
 SELECT ck.queues_changed(); -- expect: 39P01|0A000
 SELECT ck.notify_queue(); -- expect: 39P01|0A000
 SELECT ck.queue_ready(); -- expect: 39P01|0A000
+SELECT ck.queue_left(); -- expect: 39P01|0A000
 SELECT ck.claim_wait_mode(); -- expect: = commit or = poll
 
 ------------------------------------------------------------------------------------------
@@ -278,6 +279,15 @@ SELECT ck.enqueue_unique('jobs', 'k', NULL); -- expect: 22004
 SELECT ck.enqueue_unique('jobs', 'k', '{}', NULL); -- expect: 22004
 SELECT ck.enqueue_unique('jobs', 'k', '{}', now(), NULL); -- expect: 22004
 SELECT ck.enqueue_unique('stock', 'k'); -- expect: 42809
+SELECT ck.set_concurrency_limit(NULL, 'k', 1); -- expect: 22004
+SELECT ck.set_concurrency_limit(0, 'k', 1); -- expect: 42P01
+SELECT ck.set_concurrency_limit('stock', 'k', 1); -- expect: 42809
+SELECT ck.set_concurrency_limit('jobs', 'k', -1); -- expect: 22023
+SELECT ck.set_concurrency_limit('jobs', 'k', -2147483648); -- expect: 22023
+BEGIN; SELECT ck.enqueue('jobs', concurrency_key => 'k') > 0 FROM (SELECT ck.set_concurrency_limit('jobs', 'k', 2147483647)) AS l; ROLLBACK; -- expect: = t
+BEGIN; SELECT ck.enqueue('jobs', concurrency_key => 'x'';--') > 0 FROM (SELECT ck.set_concurrency_limit('jobs', 'x'';--', 0)) AS l; ROLLBACK; -- expect: = t
+BEGIN; SELECT ck.set_concurrency_limit('jobs', NULL, NULL) FROM (SELECT ck.set_concurrency_limit('jobs', NULL, 0)) AS l; ROLLBACK; -- expect: ok
+BEGIN; SELECT ck.enqueue('jobs', concurrency_key => (SELECT string_agg(md5(g::text), '') FROM generate_series(1, 3000) AS g)) > 0; ROLLBACK; -- expect: = t
 SELECT ck.enqueue('jobs', unique_for => '1 hour'); -- expect: 22023
 SELECT ck.enqueue('jobs', unique_key => 'w', unique_for => '0'); -- expect: 22023
 SELECT ck.enqueue('jobs', unique_key => 'w', unique_for => '-1 day'); -- expect: 22023

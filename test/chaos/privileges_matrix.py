@@ -115,6 +115,11 @@ FUNCS = [
      "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-window', unique_for => '1 minute')).id > 0",
      "INSERT INTO app.jobs (payload, unique_key) VALUES ('{}', 'priv-window') "
      "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id", "", {}),
+    # A concurrency key: the slot is settled before the insert (ck.concurrency_slots is open to
+    # whoever may insert into the queue), so a producer needs what a plain enqueue needs.
+    ("enqueue, concurrency key", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs"],
+     "SELECT ck.enqueue(:jobs::regclass, concurrency_key => 'priv-key') > 0",
+     "INSERT INTO app.jobs (payload, concurrency_key) VALUES ('{}', 'priv-key') RETURNING id", "", {}),
     ("cancel", ["USAGE on schema app", "SELECT on app.mail", "DELETE on app.mail", "INSERT on app.mail_dead"],
      "SELECT ck.cancel(:mail::regclass, :mid)",
      "WITH d AS (DELETE FROM app.mail WHERE id = :mid RETURNING *) "
@@ -183,6 +188,12 @@ FUNCS = [
     ("drop_queue", ["ownership (member of the owner role)"],
      "SELECT ck.drop_queue(:dq::regclass)", "DROP TABLE app.dq, app.dq_dead",
      "SET ROLE {o}; SELECT FROM ck.create_queue('app.dq'); RESET ROLE; SELECT 'app.dq'::regclass::oid AS dq \\gset",
+     {"not the owner, every other right on the queue and its dead letters":
+      ["USAGE on schema app", "CREATE on schema app"]}),
+    ("set_concurrency_limit", ["ownership (member of the owner role)"],
+     "SELECT ck.set_concurrency_limit(:lq::regclass, 'priv', 1)", "ALTER TABLE app.lq SET (fillfactor = 100)",
+     "SET ROLE {o}; SELECT FROM ck.create_queue('app.lq') WHERE to_regclass('app.lq') IS NULL; RESET ROLE; "
+     "SELECT 'app.lq'::regclass::oid AS lq \\gset",
      {"not the owner, every other right on the queue and its dead letters":
       ["USAGE on schema app", "CREATE on schema app"]}),
     ("lock_namespace, a registered name", REGISTRY, "SELECT ck.lock_namespace('registered')",

@@ -469,6 +469,15 @@ check "a key with a window (unique_for) stays taken in a queue made under $oldes
     SELECT ck.enqueue('jobs', unique_key => 'upgrade-window', unique_for => '1 hour') = id
        AND NOT EXISTS (SELECT FROM jobs WHERE unique_key = 'upgrade-window')
     FROM window_job"
+sql -d "$db_a" -c "SELECT ck.set_concurrency_limit('jobs', 'upgrade-key', 1)" \
+    -c "CREATE TABLE keyed AS SELECT ck.enqueue('jobs', concurrency_key => 'upgrade-key') AS id FROM generate_series(1, 2)" >/dev/null || true
+check "a queue made under $oldest takes concurrency limits (0.3.0): of two jobs of a key limited to 1, one waits parked" "$db_a" "
+    SELECT count(*) FILTER (WHERE parked_run_at IS NOT NULL) = 1 AND count(*) = 2 FROM jobs WHERE concurrency_key = 'upgrade-key'"
+sql -d "$db_a" -c "SELECT count(ck.complete('jobs', id, lease_token)) FROM ck.claim('jobs', 10)" >/dev/null || true
+check "and completing the first hands its slot to the second (ck_left on the updated queue)" "$db_a" "
+    SELECT count(*) = 1 AND bool_and(parked_run_at IS NULL) FROM jobs WHERE concurrency_key = 'upgrade-key'"
+sql -d "$db_a" -c "SELECT count(ck.complete('jobs', id, lease_token)) FROM ck.claim('jobs', 10)" \
+    -c "SELECT ck.set_concurrency_limit('jobs', 'upgrade-key', NULL)" >/dev/null || true
 check "the queues are empty now: ck.queue_stats all zero" "$db_a" "
     SELECT bool_and((s.ready, s.scheduled, s.running, s.expired, s.dead) = (0, 0, 0, 0, 0))
     FROM unnest(ARRAY['jobs', 'expiring', 'fragile']::regclass[]) AS q, ck.queue_stats(q) AS s"

@@ -1,0 +1,165 @@
+// Concurrency limits: slots per key, parked jobs and the hand-over (see queue_limits.hpp).
+// Why the counts hold: every change of a key's slots happens while its row in
+// ck.concurrency_slots is locked, and the jobs are read after that lock was taken (a new
+// statement with a new snapshot): an enqueue that parked its job and committed before a
+// departure took the lock is seen by it and unparked; one that waits for the lock finds the slot
+// the departure freed. Under REPEATABLE READ a slot row changed since the transaction's snapshot
+// (every enqueue of the key changes it) makes the lock fail with 40001 instead.
+#include "queue_limits.hpp"
+#include "boundary.hpp"
+#include "queue.hpp"
+#include "queue_frontier.hpp"
+#include "queue_key.hpp"
+#include "queue_wakeup.hpp"
+#include "spi.hpp"
+
+extern "C" {
+#include "executor/executor.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+}
+
+namespace ck {
+
+KeyedJobs keyed_jobs(Tuplestorestate *rows, TupleDesc desc)
+{
+    KeyedJobs jobs;
+    AttrNumber id = job_column(desc, "id", INT8OID);
+    AttrNumber key = job_column(desc, "concurrency_key", TEXTOID);
+    AttrNumber parked = job_column(desc, "parked_run_at", TIMESTAMPTZOID);
+    if (rows == nullptr || id == InvalidAttrNumber || key == InvalidAttrNumber || parked == InvalidAttrNumber)
+        return jobs;   // a queue made before 0.3.0 and not updated: no keys
+    int64 count = tuplestore_tuple_count(rows);
+    jobs.id = static_cast<int64 *>(palloc(sizeof(int64) * (count + 1)));
+    jobs.key = static_cast<Datum *>(palloc(sizeof(Datum) * (count + 1)));
+    jobs.parked = static_cast<bool *>(palloc(sizeof(bool) * (count + 1)));
+    TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+    int reader = tuplestore_alloc_read_pointer(rows, EXEC_FLAG_REWIND);
+    tuplestore_select_read_pointer(rows, reader);
+    tuplestore_rescan(rows);
+    while (tuplestore_gettupleslot(rows, true, false, slot)) {
+        bool null_id, null_key, not_parked;
+        Datum k = slot_getattr(slot, key, &null_key);
+        Datum i = slot_getattr(slot, id, &null_id);
+        (void) slot_getattr(slot, parked, &not_parked);
+        if (null_key || null_id)
+            continue;
+        jobs.id[jobs.n] = DatumGetInt64(i);
+        jobs.key[jobs.n] = PointerGetDatum(PG_DETOAST_DATUM_COPY(k));
+        jobs.parked[jobs.n] = !not_parked;
+        jobs.n++;
+    }
+    tuplestore_select_read_pointer(rows, 0);
+    ExecDropSingleTupleTableSlot(slot);
+    return jobs;
+}
+
+namespace {
+
+int placed_inserts = 0;
+
+} // namespace
+
+PlacedInserts::PlacedInserts() { placed_inserts++; }
+PlacedInserts::~PlacedInserts() { placed_inserts--; }
+
+Placing place_job(Oid queue, Datum key, bool no_key, Datum run_at)
+{
+    Placing p;
+    p.run_at = run_at;
+    p.parked_run_at = 0;
+    p.parked_null = 'n';
+    if (no_key)
+        return p;
+    Datum slot[2] = {ObjectIdGetDatum(queue), key};
+    if (execute_plan(queue_statement(StatementKind::SlotTake, queue).plan, slot, nullptr) == 0)
+        return p;   // the key has no limit
+    bool isnull;
+    if (DatumGetInt32(result_datum(0, 1, &isnull)) > 0) {
+        execute_plan(queue_statement(StatementKind::SlotDecrement, queue).plan, slot, nullptr);
+        p.taken = true;
+    } else {
+        p.parked_run_at = run_at;
+        p.parked_null = ' ';
+        p.run_at = TimestampTzGetDatum(DT_NOEND);
+    }
+    return p;
+}
+
+void give_back_slot(Oid queue, Datum key)
+{
+    Datum slot[2] = {ObjectIdGetDatum(queue), key};
+    execute_plan(queue_statement(StatementKind::SlotIncrement, queue).plan, slot, nullptr);
+}
+
+void limits_on_insert(Oid queue, const KeyedJobs &jobs)
+{
+    if (placed_inserts > 0)
+        return;
+    spi_connect();
+    for (int i = 0; i < jobs.n; i++) {
+        Datum slot[2] = {ObjectIdGetDatum(queue), jobs.key[i]};
+        if (execute_plan(queue_statement(StatementKind::SlotTake, queue).plan, slot, nullptr) == 0)
+            continue;   // the key has no limit
+        bool isnull;
+        int32 free = DatumGetInt32(result_datum(0, 1, &isnull));
+        if (free > 0 && !jobs.parked[i]) {
+            execute_plan(queue_statement(StatementKind::SlotDecrement, queue).plan, slot, nullptr);
+        } else {
+            Datum id[1] = {Int64GetDatum(jobs.id[i])};
+            execute_plan(queue_statement(StatementKind::Park, queue).plan, id, nullptr);
+        }
+    }
+    spi_finish();
+}
+
+} // namespace ck
+
+// AFTER DELETE FOR EACH STATEMENT on every queue (REFERENCING OLD TABLE): each job of a limited
+// key that left the queue, unless it was parked, hands its slot to the oldest parked job of its
+// key (ready at its own run_at once this commits), or frees it. After a limit was lowered below
+// the jobs already running (free < 0) a departure only gives its slot back.
+CK_FUNCTION(ck_queue_left)
+{
+    struct Left {
+        Oid queue;
+        ck::KeyedJobs jobs;
+    };
+    Left left = ck::pg_call([&] {
+        if (!CALLED_AS_TRIGGER(fcinfo))
+            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                            errmsg("ck.queue_left must be called as a trigger")));
+        TriggerData *trigger = (TriggerData *) fcinfo->context;
+        Relation rel = trigger->tg_relation;
+        return Left{RelationGetRelid(rel), ck::keyed_jobs(trigger->tg_oldtable, RelationGetDescr(rel))};
+    });
+    if (left.jobs.n > 0) {
+        Oid queue = left.queue;
+        ck::spi_connect();
+        for (int i = 0; i < left.jobs.n; i++) {
+            if (left.jobs.parked[i])
+                continue;   // it held no slot
+            Datum slot[2] = {ObjectIdGetDatum(queue), left.jobs.key[i]};
+            if (ck::execute_plan(ck::queue_statement(ck::StatementKind::SlotLock, queue).plan, slot, nullptr) == 0)
+                continue;   // the key has no limit
+            bool isnull;
+            int32 free = DatumGetInt32(ck::result_datum(0, 1, &isnull));
+            // The parked jobs as of now, the key held: a snapshot taken after the lock.
+            if (free >= 0 && ck::execute_plan(ck::queue_statement(ck::StatementKind::Unpark, queue).plan, &slot[1],
+                                              nullptr, ck::Snap::Fresh) == 1) {
+                ck::pg_call([&] {
+                    ck::JobKey at = ck::job_key(0, 1, 3);
+                    ck::frontier_on_commit(queue, at.priority, at.key);
+                    ck::queue_mark_ready(queue);
+                });
+            } else {
+                ck::execute_plan(ck::queue_statement(ck::StatementKind::SlotIncrement, queue).plan, slot, nullptr,
+                                 ck::Snap::Fresh);
+            }
+        }
+        ck::spi_finish();
+    }
+    // A statement trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
+    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
+}

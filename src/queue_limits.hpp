@@ -1,0 +1,55 @@
+// Concurrency limits per key (ck.set_concurrency_limit): at most max_running jobs of a key are
+// ready or leased at once. Each such job holds one of the key's slots from its enqueue until it
+// leaves the queue (completed, buried, cancelled, deleted); the key's other jobs wait parked at
+// run_at 'infinity', out of every claim's way, so a claim never walks a full key's backlog and
+// needs no check of its own. The queue's statement triggers keep the accounts: an inserted job
+// takes a free slot or is parked (ck.queue_ready), a job that leaves hands its slot to the
+// oldest parked job of its key, or frees it (ck.queue_left). Both lock the key's row of
+// ck.concurrency_slots first and read the jobs after, with a snapshot taken once they hold it.
+#pragma once
+
+#include "pg.hpp"
+
+extern "C" {
+#include "commands/trigger.h"
+}
+
+namespace ck {
+
+// The jobs of a transition table that carry a concurrency key.
+struct KeyedJobs {
+    int n = 0;
+    int64 *id = nullptr;
+    Datum *key = nullptr;   // text
+    bool *parked = nullptr;
+};
+
+// Reads them (palloc'd in the current memory context). Inside pg_call.
+KeyedJobs keyed_jobs(Tuplestorestate *rows, TupleDesc desc);
+
+// The inserted jobs take a slot of their key or are parked (an UPDATE). Outside pg_call (runs
+// SPI). Not for the jobs ck.enqueue inserts: it settles their slot first (below).
+void limits_on_insert(Oid queue, const KeyedJobs &jobs);
+
+// ck.enqueue's side: before it inserts a job of concurrency key `key` (NULL: none), the key's
+// slot row is locked and the job takes a free slot or is to be inserted parked. The result is
+// what the insert's run_at and parked_run_at must be.
+struct Placing {
+    bool taken = false;    // a slot was taken: give it back if nothing is inserted
+    Datum run_at;
+    Datum parked_run_at;
+    char parked_null;      // ' ' or 'n', for SPI
+};
+Placing place_job(Oid queue, Datum key, bool no_key, Datum run_at);
+void give_back_slot(Oid queue, Datum key);
+
+// While one is in scope, the rows the queue's insert trigger sees were placed by place_job.
+class PlacedInserts {
+public:
+    PlacedInserts();
+    ~PlacedInserts();
+    PlacedInserts(const PlacedInserts &) = delete;
+    PlacedInserts &operator=(const PlacedInserts &) = delete;
+};
+
+} // namespace ck
