@@ -1,9 +1,11 @@
--- concurrency_kit 0.2.2 -> 0.3.0: unique jobs and cancellation (the first of the 0.3 queue
--- features). Every queue gets a nullable unique_key column and a partial unique index on it
--- (adding a nullable column rewrites nothing; the index build reads the table once). Jobs
--- stay where they are. ck.enqueue takes unique_key at the end (so it is made again);
--- ck.enqueue_unique, ck.cancel and ck.queue_activity are new, and so is the table
--- ck.unique_windows (unique keys held for a time window); ck.drop_queue clears a queue's windows.
+-- concurrency_kit 0.2.2 -> 0.3.0: unique jobs (with time windows), concurrency limits per key,
+-- cancellation and activity counters. Every queue gets the nullable columns unique_key,
+-- concurrency_key and parked_run_at, a partial unique index on unique_key, a partial index on
+-- parked jobs and the AFTER DELETE trigger ck_left (adding nullable columns rewrites nothing; each
+-- index build reads the table once). Jobs stay where they are. ck.enqueue takes unique_key,
+-- unique_for and concurrency_key at the end (so it is made again); ck.enqueue_unique, ck.cancel,
+-- ck.queue_activity and ck.set_concurrency_limit are new, and so are the tables ck.unique_windows,
+-- ck.concurrency_limits and ck.concurrency_slots; ck.drop_queue clears a queue's rows in them.
 \echo Use "ALTER EXTENSION concurrency_kit UPDATE TO '0.3.0'" to load this file. \quit
 
 DROP FUNCTION ck.enqueue(regclass, jsonb, timestamptz, integer);

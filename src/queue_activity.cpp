@@ -154,6 +154,11 @@ void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
 
 void queue_activity_init()
 {
+    // A setting fixed at server start can only be defined while the library is preloaded (a
+    // backend that loads it later would be refused, FATAL); without the preload there is
+    // nothing for it to size.
+    if (!process_shared_preload_libraries_in_progress)
+        return;
     DefineCustomIntVariable("concurrency_kit.activity_queues",
                             "How many queues ck.queue_activity counts for, over all databases.",
                             "Each queue that has been used since the server started takes one entry until the next "
@@ -161,9 +166,8 @@ void queue_activity_init()
                             &max_queues, 1024, 16, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     RegisterXactCallback(on_xact, nullptr);
     RegisterSubXactCallback(on_subxact, nullptr);
-    if (process_shared_preload_libraries_in_progress)
-        shared_memory_request("concurrency_kit queue activity", shared_size(), reinterpret_cast<void **>(&shared),
-                              init_shared);
+    shared_memory_request("concurrency_kit queue activity", shared_size(), reinterpret_cast<void **>(&shared),
+                          init_shared);
 }
 
 void count_at_commit(Oid queue, Activity what, uint64 n)

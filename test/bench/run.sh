@@ -254,7 +254,7 @@ backend_memory() {
                    (SELECT * FROM memory_samples ORDER BY calls DESC LIMIT 1) AS last" | out
 }
 
-# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique lock overlaps
+# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits lock overlaps
 # latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
@@ -528,6 +528,30 @@ for clients in 1 4; do
         read -r plain keyed <<<"$(mean_tps unique_setup.sql "$clients" "$sync" unique_plain.sql unique_key.sql \
             unique_key.sql unique_plain.sql)"
         mixed=$(mixed_ratio unique_setup.sql "$clients" "$sync" unique_plain.sql unique_key.sql)
+        awk -v c="$clients" -v s="$sync" -v p="$plain" -v k="$keyed" -v m="$mixed" \
+            'BEGIN { printf "| %d | %s | %d | %d | %.2f | %s |\n", c, s, p, k, k / p, m }' | out
+    done
+done
+fi
+
+if wanted limits; then
+out <<EOF
+
+## Queue: concurrency limits
+
+\`ck.claim\` + \`ck.complete\` over jobs of 1,000 concurrency keys limited to 1 each (the queue's default limit:
+1,000 jobs ready, the others parked until their key's job is done) against the same loop over jobs without a
+key, each queue refilled with the same backlog before every run; separate runs in the order plain, keyed, keyed,
+plain (mean tps of each), and one mixed run (mean latency plain / keyed).
+
+| clients | sync_commit | plain tps | 1,000 keys at limit 1, tps | ratio | mixed |
+|---:|---|---:|---:|---:|---:|
+EOF
+for clients in 1 4 16; do
+    for sync in off on; do
+        read -r plain keyed <<<"$(mean_tps limits_setup.sql "$clients" "$sync" limits_plain.sql limits_keyed.sql \
+            limits_keyed.sql limits_plain.sql)"
+        mixed=$(mixed_ratio limits_setup.sql "$clients" "$sync" limits_plain.sql limits_keyed.sql)
         awk -v c="$clients" -v s="$sync" -v p="$plain" -v k="$keyed" -v m="$mixed" \
             'BEGIN { printf "| %d | %s | %d | %d | %.2f | %s |\n", c, s, p, k, k / p, m }' | out
     done

@@ -1,0 +1,12 @@
+-- Set-up for the concurrency-limit benchmark: two queues refilled with :backlog jobs each, one
+-- without keys (limits_plain) and one whose jobs carry 1,000 concurrency keys, round robin, each
+-- limited to 1 (limits_keyed: 1,000 jobs ready, the rest parked behind them).
+SELECT ck.create_queue(q) FROM unnest(ARRAY['limits_plain', 'limits_keyed']) AS q WHERE to_regclass(q) IS NULL;
+SELECT ck.set_concurrency_limit('limits_keyed', NULL, 1);
+SELECT format('TRUNCATE %I', q), format('DELETE FROM ck.concurrency_slots WHERE queue = %L::regclass', q)
+FROM unnest(ARRAY['limits_plain', 'limits_keyed']) AS q \gexec
+INSERT INTO limits_plain (payload) SELECT jsonb_build_object('n', g) FROM generate_series(1, :backlog) AS g;
+INSERT INTO limits_keyed (payload, concurrency_key)
+SELECT jsonb_build_object('n', g), 'tenant:' || (g % 1000) FROM generate_series(1, :backlog) AS g;
+VACUUM ANALYZE limits_plain;
+VACUUM ANALYZE limits_keyed;
