@@ -1,8 +1,8 @@
 -- concurrency_kit 0.2.2 -> 0.3.0: unique jobs (with time windows), concurrency limits per key,
 -- cancellation and activity counters. Every queue gets the nullable columns unique_key,
 -- concurrency_key and parked_run_at, a partial unique index on unique_key, a partial index on
--- parked jobs and the AFTER DELETE trigger ck_left (adding nullable columns rewrites nothing; each
--- index build reads the table once). Jobs stay where they are. ck.enqueue takes unique_key,
+-- parked jobs (adding nullable columns rewrites nothing; each index build reads the table once;
+-- the trigger ck_left comes with a queue's first concurrency limit). Jobs stay where they are. ck.enqueue takes unique_key,
 -- unique_for and concurrency_key at the end (so it is made again); ck.enqueue_unique, ck.cancel,
 -- ck.queue_activity and ck.set_concurrency_limit are new, and so are the tables ck.unique_windows,
 -- ck.concurrency_limits and ck.concurrency_slots; ck.drop_queue clears a queue's rows in them.
@@ -81,7 +81,7 @@ AS 'MODULE_PATHNAME', 'ck_queue_activity';
 COMMENT ON FUNCTION ck.queue_activity() IS
 'counters per queue of this database since the server started (or since the queue was first used): jobs enqueued, claimed, completed, failed (of which retried and buried), cancelled, counted when their transaction commits; acknowledgements that found the lease lost and duplicate unique keys refused, counted at once; needs the library preloaded';
 
--- Existing queues: the columns, indexes and trigger ck.create_queue now makes. A queue made by
+-- Existing queues: the columns and indexes ck.create_queue now makes. A queue made by
 -- ck.create_queue after the new library was installed but before this update already has the
 -- columns and indexes (the library makes the table); any other column of those names is the
 -- user's, and refused.
@@ -122,11 +122,6 @@ BEGIN
                                           ' WHERE parked_run_at IS NOT NULL', q);
             END IF;
         END LOOP;
-        IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger AS t WHERE t.tgrelid OPERATOR(pg_catalog.=) q
-                                                                AND t.tgname OPERATOR(pg_catalog.=) 'ck_left') THEN
-            EXECUTE pg_catalog.format('CREATE TRIGGER ck_left AFTER DELETE ON %s REFERENCING OLD TABLE AS ck_old '
-                                      'FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_left()', q);
-        END IF;
     END LOOP;
 END
 $$;
@@ -228,6 +223,14 @@ BEGIN
     ELSE
         INSERT INTO ck.concurrency_limits AS l VALUES (queue, concurrency_key, max_running)
             ON CONFLICT ON CONSTRAINT concurrency_limits_key DO UPDATE SET max_running = EXCLUDED.max_running;
+    END IF;
+    -- The trigger that hands a departing job's slot on comes with the queue's first limit (a
+    -- queue without limits pays nothing for it) and stays.
+    IF max_running IS NOT NULL AND NOT EXISTS (
+            SELECT FROM pg_catalog.pg_trigger AS t WHERE t.tgrelid OPERATOR(pg_catalog.=) queue
+                                                     AND t.tgname OPERATOR(pg_catalog.=) 'ck_left') THEN
+        EXECUTE pg_catalog.format('CREATE TRIGGER ck_left AFTER DELETE ON %s REFERENCING OLD TABLE AS ck_old'
+                                  ' FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_left()', queue_name);
     END IF;
     FOR k IN EXECUTE pg_catalog.format(
         'SELECT DISTINCT j.concurrency_key FROM %s AS j WHERE j.concurrency_key IS NOT NULL'

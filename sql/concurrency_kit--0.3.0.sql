@@ -632,6 +632,14 @@ BEGIN
         INSERT INTO ck.concurrency_limits AS l VALUES (queue, concurrency_key, max_running)
             ON CONFLICT ON CONSTRAINT concurrency_limits_key DO UPDATE SET max_running = EXCLUDED.max_running;
     END IF;
+    -- The trigger that hands a departing job's slot on comes with the queue's first limit (a
+    -- queue without limits pays nothing for it) and stays.
+    IF max_running IS NOT NULL AND NOT EXISTS (
+            SELECT FROM pg_catalog.pg_trigger AS t WHERE t.tgrelid OPERATOR(pg_catalog.=) queue
+                                                     AND t.tgname OPERATOR(pg_catalog.=) 'ck_left') THEN
+        EXECUTE pg_catalog.format('CREATE TRIGGER ck_left AFTER DELETE ON %s REFERENCING OLD TABLE AS ck_old'
+                                  ' FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_left()', queue_name);
+    END IF;
     FOR k IN EXECUTE pg_catalog.format(
         'SELECT DISTINCT j.concurrency_key FROM %s AS j WHERE j.concurrency_key IS NOT NULL'
         '   AND ($1 IS NULL OR j.concurrency_key OPERATOR(pg_catalog.=) $1)'

@@ -135,10 +135,8 @@ CK_FUNCTION(ck_create_queue)
     if (has_trigger_function("queue_changed"))
         ck::execute_sql(("CREATE TRIGGER ck_changed BEFORE UPDATE OR DELETE ON " + q +
                          " FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_changed()").c_str());
-    // A job of a limited concurrency key that leaves the queue hands its slot on. (From 0.3.0.)
-    if (has_trigger_function("queue_left"))
-        ck::execute_sql(("CREATE TRIGGER ck_left AFTER DELETE ON " + q +
-                         " REFERENCING OLD TABLE AS ck_old FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_left()").c_str());
+    // (The trigger that hands on the slots of limited concurrency keys, ck_left, comes with the
+    // queue's first limit: a queue without limits pays nothing for it. See ck.set_concurrency_limit.)
     if (notify)
         ck::execute_sql(("CREATE TRIGGER ck_notify AFTER INSERT ON " + q +
                          " FOR EACH STATEMENT EXECUTE FUNCTION ck.notify_queue()").c_str());
