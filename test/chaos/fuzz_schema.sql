@@ -19,6 +19,10 @@ SELECT ck.create_queue('mail', lease => '1 second', max_attempts => 1, notify =>
 SELECT count(ck.enqueue('jobs', pg_catalog.jsonb_build_object('n', i), now() + (i % 7 - 3) * interval '1 hour', i % 5 - 2))
 FROM generate_series(1, 300) AS i;
 SELECT count(ck.enqueue('mail', '{"to": "ann@example.com"}')) FROM generate_series(1, 50);
+-- mail is limited to 2 jobs per tenant at once (its trigger ck_left hands slots on), and some of
+-- its jobs carry tenants: parked jobs too.
+SELECT ck.set_concurrency_limit('mail', NULL, 2);
+SELECT count(ck.enqueue('mail', '{"to": "bob@example.com"}', concurrency_key => 'tenant:' || i % 3)) FROM generate_series(1, 12) AS i;
 SELECT count(*) FROM ck.claim('jobs', 20);
 SELECT count(*) FROM ck.claim('jobs', 5, '1 microsecond');           -- leases that expire at once
 SELECT count(ck.fail('jobs', c.id, c.lease_token, 'boom', '0 seconds')) FROM ck.claim('jobs', 10) AS c;
