@@ -658,7 +658,7 @@ BEGIN
         INSERT INTO ck.concurrency_slots AS s VALUES (queue, k, 0)
             ON CONFLICT ON CONSTRAINT concurrency_slots_pkey DO UPDATE SET free = s.free;
         IF lim IS NULL THEN
-            EXECUTE pg_catalog.format('UPDATE %s AS j SET run_at = j.parked_run_at, parked_run_at = NULL'
+            EXECUTE pg_catalog.format('UPDATE %s AS j SET run_at = GREATEST(j.parked_run_at, pg_catalog.clock_timestamp()), parked_run_at = NULL'
                                       ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) $1 AND j.parked_run_at IS NOT NULL',
                                       queue_name) USING k;
             DELETE FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue
@@ -670,7 +670,7 @@ BEGIN
                                   queue_name) INTO unparked USING k;
         EXECUTE pg_catalog.format('WITH pick AS (SELECT p.id FROM %1$s AS p WHERE p.concurrency_key OPERATOR(pg_catalog.=) $1'
                                   '   AND p.parked_run_at IS NOT NULL ORDER BY p.priority, p.parked_run_at, p.id LIMIT $2 FOR UPDATE)'
-                                  ' UPDATE %1$s AS j SET run_at = j.parked_run_at, parked_run_at = NULL FROM pick'
+                                  ' UPDATE %1$s AS j SET run_at = GREATEST(j.parked_run_at, pg_catalog.clock_timestamp()), parked_run_at = NULL FROM pick'
                                   ' WHERE j.id OPERATOR(pg_catalog.=) pick.id', queue_name)
             USING k, GREATEST(lim OPERATOR(pg_catalog.-) unparked, 0);
         GET DIAGNOSTICS moved = ROW_COUNT;

@@ -23,10 +23,10 @@ enum class StatementKind : uint8_t {
     WindowHolder,    // the job that took a key's window
     WindowSetJob,
     WindowPurge,     // a few of the queue's windows that have ended
-    SlotTake,        // a limited concurrency key's slot row, locked (made at the limit when new): its free slots
+    SlotLock,        // a limited concurrency key's slot row, locked: its free slots (no row: no limit, or new)
+    SlotCreate,      // the row of a key seen for the first time, at its limit (none without a limit)
     SlotDecrement,
     SlotIncrement,
-    SlotLock,        // the same, not made when missing (a key without a limit)
     Park,            // a job of a full key: held back at run_at 'infinity'
     Unpark,          // the oldest parked job of a key, back at its own run_at
     Cancel,          // a job -> dead letters, with the reason cancelled

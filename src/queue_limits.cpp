@@ -59,6 +59,23 @@ namespace {
 
 int placed_inserts = 0;
 
+// Locks the key's slot row and returns its free slots; false when the key has no limit. A key
+// seen for the first time gets its row (a concurrent first enqueue of it waits for the other's
+// insert, then locks that row, with a snapshot that sees it).
+bool lock_slot(Oid queue, Datum key, int32 *free)
+{
+    Datum slot[2] = {ObjectIdGetDatum(queue), key};
+    const Prepared &lock = queue_statement(StatementKind::SlotLock, queue);
+    if (execute_plan(lock.plan, slot, nullptr) == 0) {
+        execute_plan(queue_statement(StatementKind::SlotCreate, queue).plan, slot, nullptr);
+        if (execute_plan(lock.plan, slot, nullptr, Snap::Fresh) == 0)
+            return false;
+    }
+    bool isnull;
+    *free = DatumGetInt32(result_datum(0, 1, &isnull));
+    return true;
+}
+
 } // namespace
 
 PlacedInserts::PlacedInserts() { placed_inserts++; }
@@ -73,10 +90,10 @@ Placing place_job(Oid queue, Datum key, bool no_key, Datum run_at)
     if (no_key)
         return p;
     Datum slot[2] = {ObjectIdGetDatum(queue), key};
-    if (execute_plan(queue_statement(StatementKind::SlotTake, queue).plan, slot, nullptr) == 0)
+    int32 free;
+    if (!lock_slot(queue, key, &free))
         return p;   // the key has no limit
-    bool isnull;
-    if (DatumGetInt32(result_datum(0, 1, &isnull)) > 0) {
+    if (free > 0) {
         execute_plan(queue_statement(StatementKind::SlotDecrement, queue).plan, slot, nullptr);
         p.taken = true;
     } else {
@@ -100,10 +117,9 @@ void limits_on_insert(Oid queue, const KeyedJobs &jobs)
     spi_connect();
     for (int i = 0; i < jobs.n; i++) {
         Datum slot[2] = {ObjectIdGetDatum(queue), jobs.key[i]};
-        if (execute_plan(queue_statement(StatementKind::SlotTake, queue).plan, slot, nullptr) == 0)
+        int32 free;
+        if (!lock_slot(queue, jobs.key[i], &free))
             continue;   // the key has no limit
-        bool isnull;
-        int32 free = DatumGetInt32(result_datum(0, 1, &isnull));
         if (free > 0 && !jobs.parked[i]) {
             execute_plan(queue_statement(StatementKind::SlotDecrement, queue).plan, slot, nullptr);
         } else {
@@ -145,8 +161,9 @@ CK_FUNCTION(ck_queue_left)
                 continue;   // the key has no limit
             bool isnull;
             int32 free = DatumGetInt32(ck::result_datum(0, 1, &isnull));
+            Datum unpark[2] = {left.jobs.key[i], TimestampTzGetDatum(GetCurrentTimestamp())};
             // The parked jobs as of now, the key held: a snapshot taken after the lock.
-            if (free >= 0 && ck::execute_plan(ck::queue_statement(ck::StatementKind::Unpark, queue).plan, &slot[1],
+            if (free >= 0 && ck::execute_plan(ck::queue_statement(ck::StatementKind::Unpark, queue).plan, unpark,
                                               nullptr, ck::Snap::Fresh) == 1) {
                 ck::pg_call([&] {
                     ck::JobKey at = ck::job_key(0, 1, 3);

@@ -116,12 +116,14 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         return {"UPDATE ck.unique_windows SET job = $3 WHERE queue" EQ "$1 AND unique_key" EQ "$2",
                 {REGCLASSOID, TEXTOID, INT8OID}, 3, 0};
     // Concurrency limits ($1 queue, $2 key; queue_limits.cpp). The slot row is made at the
-    // key's limit (its own, else the queue's default) the first time a limited key is seen.
-    case StatementKind::SlotTake:
-        return {"INSERT INTO ck.concurrency_slots AS s (queue, concurrency_key, free)"
+    // key's limit (its own, else the queue's default) the first time a limited key is seen, and
+    // locked with FOR UPDATE, which writes no new row version (an ON CONFLICT DO UPDATE that
+    // only locks would leave one behind at every enqueue).
+    case StatementKind::SlotCreate:
+        return {"INSERT INTO ck.concurrency_slots (queue, concurrency_key, free)"
                 " SELECT $1, $2, l.max_running FROM ck.concurrency_limits AS l WHERE l.queue" EQ "$1"
                 "   AND (l.concurrency_key" EQ "$2 OR l.concurrency_key IS NULL) ORDER BY l.concurrency_key IS NULL LIMIT 1"
-                " ON CONFLICT (queue, concurrency_key) DO UPDATE SET free = s.free RETURNING s.free",
+                " ON CONFLICT (queue, concurrency_key) DO NOTHING",
                 {REGCLASSOID, TEXTOID}, 2, 0};
     case StatementKind::SlotLock:
         return {"SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$1 AND concurrency_key" EQ "$2 FOR UPDATE",
@@ -137,11 +139,14 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 " run_at = 'infinity'::pg_catalog.timestamptz WHERE id" EQ "$1",
                 {INT8OID}, 1, 0};
     case StatementKind::Unpark:
-        // Another transaction's lock on a parked job (it is cancelling it) is skipped.
-        return {"UPDATE " + q + " AS j SET run_at = j.parked_run_at, parked_run_at = NULL WHERE j.id" EQ "("
+        // Another transaction's lock on a parked job (it is cancelling it) is skipped. The job is
+        // ready from the moment it gets the slot ($2), or later at its own run_at: back at its
+        // enqueue time it would sit below the claim frontier among the dead entries of every job
+        // claimed since, and lower the frontier there for every claim.
+        return {"UPDATE " + q + " AS j SET run_at = GREATEST(j.parked_run_at, $2), parked_run_at = NULL WHERE j.id" EQ "("
                 "SELECT p.id FROM " + q + " AS p WHERE p.concurrency_key" EQ "$1 AND p.parked_run_at IS NOT NULL"
                 " ORDER BY p.priority, p.parked_run_at, p.id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING j.priority, j.run_at, j.id",
-                {TEXTOID}, 1, 0};
+                {TEXTOID, TIMESTAMPTZOID}, 2, 0};
     case StatementKind::WindowPurge:
         // Windows that have ended are kept only until a later windowed enqueue of the queue
         // removes them, a few at a time, skipping any another enqueue is taking again.
