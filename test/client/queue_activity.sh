@@ -86,7 +86,8 @@ sql -c "SELECT ck.enqueue('mail')" -c "SELECT count(*) FROM ck.claim('mail', 1)"
 metrics=$(scrape || true)
 check "the next scrape counts the new enqueue and claim, not the rolled-back claim (enqueued 4, claimed 3)" \
     test "$(metric ck_queue_activity_enqueued) $(metric ck_queue_activity_claimed)" = "4 3"
-check "the exporter logged no error for the queries" bash -c "! grep -qi 'error' '$log'"
-[[ $n -gt 0 && $(grep -ci error "$log") -eq 0 ]] || sed 's/^/# /' "$log"
+# (Newer exporters warn at level WARN that they found no postgres_exporter.yml: not an error.)
+check "the exporter logged no error for the queries" bash -c "! grep -qi 'level=error' '$log'"
+grep -qi 'level=error' "$log" && sed 's/^/# /' "$log"
 rm -f "$log"
 echo "1..$n"
