@@ -19,7 +19,7 @@ SELECT pg_temp.free('a') AS free_a, pg_temp.free('b') AS free_b;
 -- A claim takes what is claimable, never a parked job, and walks none of them.
 CREATE TEMP TABLE leased AS SELECT id, lease_token FROM ck.claim('lq', 10);
 SELECT array_agg(id ORDER BY id) AS claimed FROM leased;
--- Completing a job of a hands its slot to the oldest parked job of a, ready at its own run_at.
+-- Completing a job of a hands its slot to the oldest parked job of a, ready from then on.
 SELECT ck.complete('lq', id, lease_token) FROM leased WHERE id = 1;
 SELECT * FROM pg_temp.jobs() WHERE key = 'a';
 SELECT pg_temp.free('a') AS free_a;

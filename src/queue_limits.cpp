@@ -134,8 +134,8 @@ void limits_on_insert(Oid queue, const KeyedJobs &jobs)
 
 // AFTER DELETE FOR EACH STATEMENT on every queue (REFERENCING OLD TABLE): each job of a limited
 // key that left the queue, unless it was parked, hands its slot to the oldest parked job of its
-// key (ready at its own run_at once this commits), or frees it. After a limit was lowered below
-// the jobs already running (free < 0) a departure only gives its slot back.
+// key (ready from now, or at its own run_at if later, once this commits), or frees it. After a
+// limit was lowered below the jobs already running (free < 0) a departure only gives its slot back.
 CK_FUNCTION(ck_queue_left)
 {
     struct Left {
