@@ -81,6 +81,11 @@ bool lock_slot(Oid queue, Datum key, int32 *free)
 PlacedInserts::PlacedInserts() { placed_inserts++; }
 PlacedInserts::~PlacedInserts() { placed_inserts--; }
 
+bool inserts_placed()
+{
+    return placed_inserts > 0;
+}
+
 Placing place_job(Oid queue, Datum key, bool no_key, Datum run_at)
 {
     Placing p;
@@ -112,8 +117,6 @@ void give_back_slot(Oid queue, Datum key)
 
 void limits_on_insert(Oid queue, const KeyedJobs &jobs)
 {
-    if (placed_inserts > 0)
-        return;
     spi_connect();
     for (int i = 0; i < jobs.n; i++) {
         Datum slot[2] = {ObjectIdGetDatum(queue), jobs.key[i]};

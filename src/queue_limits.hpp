@@ -31,6 +31,10 @@ KeyedJobs keyed_jobs(Tuplestorestate *rows, TupleDesc desc);
 // SPI). Not for the jobs ck.enqueue inserts: it settles their slot first (below).
 void limits_on_insert(Oid queue, const KeyedJobs &jobs);
 
+// Whether the rows being inserted are ck.enqueue's, their slots settled (a PlacedInserts is in
+// scope): then the insert trigger has nothing to read for the limits. Never raises.
+bool inserts_placed();
+
 // ck.enqueue's side: before it inserts a job of concurrency key `key` (NULL: none), the key's
 // slot row is locked and the job takes a free slot or is to be inserted parked. The result is
 // what the insert's run_at and parked_run_at must be.

@@ -167,6 +167,9 @@ CK_FUNCTION(ck_queue_ready)
         ck::frontier_on_insert(trigger);
         if (trigger->tg_newtable != nullptr)
             ck::count_at_commit(queue, ck::Activity::Enqueued, tuplestore_tuple_count(trigger->tg_newtable));
+        // ck.enqueue settled its job's slot before inserting it: no second pass over the rows.
+        if (ck::inserts_placed())
+            return Inserted{queue, ck::KeyedJobs{}};
         return Inserted{queue, ck::keyed_jobs(trigger->tg_newtable, RelationGetDescr(trigger->tg_relation))};
     });
     if (inserted.keyed.n > 0)
