@@ -181,6 +181,8 @@ BEGIN
     DELETE FROM ck.unique_windows AS w WHERE w.queue OPERATOR(pg_catalog.=) drop_queue.queue;   -- 0.3.0
     DELETE FROM ck.concurrency_limits AS l WHERE l.queue OPERATOR(pg_catalog.=) drop_queue.queue;
     DELETE FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) drop_queue.queue;
+    DELETE FROM ck.job_dependencies AS d WHERE d.queue OPERATOR(pg_catalog.=) drop_queue.queue;   -- 0.3.1
+    DELETE FROM ck.dependency_departures AS d WHERE d.queue OPERATOR(pg_catalog.=) drop_queue.queue;
     EXECUTE pg_catalog.format('DROP TABLE %s, %s', queue_name,
         (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, dead, 0)).identity);
 END
@@ -189,12 +191,12 @@ COMMENT ON FUNCTION ck.drop_queue(regclass) IS 'drops a queue, its dead letters 
 
 CREATE FUNCTION ck.enqueue(queue regclass, payload jsonb DEFAULT '{}', run_at timestamptz DEFAULT now(),
                            priority integer DEFAULT 0, unique_key text DEFAULT NULL, unique_for interval DEFAULT NULL,
-                           concurrency_key text DEFAULT NULL)
+                           concurrency_key text DEFAULT NULL, after bigint[] DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_enqueue';
-COMMENT ON FUNCTION ck.enqueue(regclass, jsonb, timestamptz, integer, text, interval, text) IS
-'adds one job (lower priority first; not before run_at) and returns its id; with a unique_key, a job already in the queue with that key is returned instead and nothing is inserted; with unique_for too, the key stays taken that long, even after its job has left (the id returned is then that of the job that took it); with a concurrency_key, the job counts against that key''s limit (ck.set_concurrency_limit)';
+COMMENT ON FUNCTION ck.enqueue(regclass, jsonb, timestamptz, integer, text, interval, text, bigint[]) IS
+'adds one job (lower priority first; not before run_at) and returns its id; with a unique_key, a job already in the queue with that key is returned instead and nothing is inserted; with unique_for too, the key stays taken that long, even after its job has left (the id returned is then that of the job that took it); with a concurrency_key, the job counts against that key''s limit (ck.set_concurrency_limit); with after, the job waits until every listed job still in the queue has completed, and is buried if one of them is buried or cancelled';
 
 CREATE FUNCTION ck.enqueue_unique(queue regclass, unique_key text, payload jsonb DEFAULT '{}',
                                   run_at timestamptz DEFAULT now(), priority integer DEFAULT 0,
@@ -659,7 +661,7 @@ BEGIN
             ON CONFLICT ON CONSTRAINT concurrency_slots_pkey DO UPDATE SET free = s.free;
         IF lim IS NULL THEN
             EXECUTE pg_catalog.format('UPDATE %s AS j SET run_at = GREATEST(j.parked_run_at, pg_catalog.clock_timestamp()), parked_run_at = NULL'
-                                      ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) $1 AND j.parked_run_at IS NOT NULL',
+                                      ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) $1 AND j.parked_run_at IS NOT NULL AND j.waiting_for IS NULL',
                                       queue_name) USING k;
             DELETE FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue
                 AND s.concurrency_key OPERATOR(pg_catalog.=) k;
@@ -669,7 +671,7 @@ BEGIN
                                   ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) $1 AND j.parked_run_at IS NULL',
                                   queue_name) INTO unparked USING k;
         EXECUTE pg_catalog.format('WITH pick AS (SELECT p.id FROM %1$s AS p WHERE p.concurrency_key OPERATOR(pg_catalog.=) $1'
-                                  '   AND p.parked_run_at IS NOT NULL ORDER BY p.priority, p.parked_run_at, p.id LIMIT $2 FOR UPDATE)'
+                                  '   AND p.parked_run_at IS NOT NULL AND p.waiting_for IS NULL ORDER BY p.priority, p.parked_run_at, p.id LIMIT $2 FOR UPDATE)'
                                   ' UPDATE %1$s AS j SET run_at = GREATEST(j.parked_run_at, pg_catalog.clock_timestamp()), parked_run_at = NULL FROM pick'
                                   ' WHERE j.id OPERATOR(pg_catalog.=) pick.id', queue_name)
             USING k, GREATEST(lim OPERATOR(pg_catalog.-) unparked, 0);
@@ -681,3 +683,42 @@ END
 $$;
 COMMENT ON FUNCTION ck.set_concurrency_limit(regclass, text, integer) IS
 'at most max_running jobs of the concurrency key are ready or leased at once (the others wait, parked, and move up as jobs of the key leave the queue); a NULL key sets the default for every key without a limit of its own; NULL max_running removes the limit';
+
+-- Dependencies (ck.enqueue(..., after)): a job waits, parked, until every job it names that was
+-- still in the queue has completed. One row per (job waited for, dependant) while it waits;
+-- a job with dependants that leaves the queue leaves a row in ck.dependency_departures until
+-- its dependants are counted down (completed) or buried (buried, cancelled), a batch at a time.
+-- Whoever may write to a queue may read and write its rows (row-level security).
+CREATE TABLE ck.job_dependencies (
+    queue     regclass NOT NULL,
+    job       bigint NOT NULL,
+    dependant bigint NOT NULL,
+    PRIMARY KEY (queue, job, dependant)
+);
+COMMENT ON TABLE ck.job_dependencies IS 'jobs of ck.enqueue(..., after) still waiting (dependant) for a job of the queue (job)';
+ALTER TABLE ck.job_dependencies ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_dependencies_writer ON ck.job_dependencies FOR ALL
+    USING (pg_catalog.has_table_privilege(queue, 'INSERT, UPDATE, DELETE'))
+    WITH CHECK (pg_catalog.has_table_privilege(queue, 'INSERT, UPDATE, DELETE'));
+GRANT SELECT, INSERT, UPDATE, DELETE ON ck.job_dependencies TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('ck.job_dependencies', '');
+
+CREATE TABLE ck.dependency_departures (
+    queue       regclass NOT NULL,
+    job         bigint NOT NULL,
+    failure     text,
+    departed_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (queue, job)
+);
+COMMENT ON TABLE ck.dependency_departures IS 'jobs with dependants that left the queue, until their dependants are resolved (failure NULL: completed; else the reason the dependants are buried)';
+ALTER TABLE ck.dependency_departures ENABLE ROW LEVEL SECURITY;
+CREATE POLICY dependency_departures_writer ON ck.dependency_departures FOR ALL
+    USING (pg_catalog.has_table_privilege(queue, 'INSERT, UPDATE, DELETE'))
+    WITH CHECK (pg_catalog.has_table_privilege(queue, 'INSERT, UPDATE, DELETE'));
+GRANT SELECT, INSERT, UPDATE, DELETE ON ck.dependency_departures TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('ck.dependency_departures', '');
+
+CREATE FUNCTION ck.queue_dependency_left() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queue_dependency_left';
+COMMENT ON FUNCTION ck.queue_dependency_left() IS
+'row trigger of every queue (AFTER DELETE, WHEN the job has dependants): records the departure and resolves a batch of its dependants (counted down if it completed, buried if it was buried or cancelled)';

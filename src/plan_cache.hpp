@@ -30,6 +30,19 @@ enum class StatementKind : uint8_t {
     Park,            // a job of a full key: held back at run_at 'infinity'
     Unpark,          // the oldest parked job of a key, back at its own run_at
     Cancel,          // a job -> dead letters, with the reason cancelled
+    EnqueueWaiting,  // a job that waits for others (maybe with keys): parked, its count in waiting_for
+    DepLock,         // the listed jobs still in the queue, locked FOR KEY SHARE
+    DepMark,         // ... and marked as having dependants
+    DepDead,         // the first of the listed jobs that is a dead letter, and why
+    DepEdges,        // a dependant's rows of ck.job_dependencies
+    DepDeparted,     // a job with dependants left: its row of ck.dependency_departures
+    DepNext,         // the next departure to resolve, locked (others' skipped)
+    DepAny,          // whether the queue has a departure to resolve
+    DepTake,         // a batch of a departure's edges, removed
+    DepDone,         // a departure without edges left
+    DepRelease,      // dependants counted down (ready at zero when they have no concurrency key)
+    DepUnpark,       // a dependant whose last dependency completed and which got its key's slot
+    DepBury,         // dependants -> dead letters, with the reason
     Claim,           // the whole claim index in order
     ClaimFrom,       // one priority, from its frontier
     Priorities,      // a queue's distinct priorities (a loose scan)

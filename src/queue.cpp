@@ -5,6 +5,7 @@
 #include "errcodes.hpp"
 #include "queue.hpp"
 #include "queue_activity.hpp"
+#include "queue_dependencies.hpp"
 #include "queue_frontier.hpp"
 #include "queue_key.hpp"
 #include "queue_limits.hpp"
@@ -180,7 +181,11 @@ void bury(Oid queue, const FrontierView &view, TimestampTz moment, ck::Snap snap
 {
     const Prepared &bury = ck::queue_statement(StatementKind::Bury, queue);
     Datum args[3] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment), TimestampTzGetDatum(view.bury_from)};
-    uint64 n = execute_in_index_order(queue, bury, args, snap, snapshot);
+    uint64 n;
+    {
+        ck::DeadDepartures departing("lease expired on the last attempt");
+        n = execute_in_index_order(queue, bury, args, snap, snapshot);
+    }
     ck::count_at_commit(queue, Activity::Buried, n);
     ck::pg_call([&] {
         for (uint64 i = 0; i < n; i++) {
@@ -279,14 +284,27 @@ CK_FUNCTION(ck_enqueue)
     const Interval *window = ck::unique_for_arg(fcinfo, 5, 4);
     bool no_concurrency_key = PG_NARGS() <= 6 || PG_ARGISNULL(6);
     Datum concurrency_key = no_concurrency_key ? 0 : PG_GETARG_DATUM(6);
-    if (PG_NARGS() > 4 && !PG_ARGISNULL(4)) {
-        ck::spi_connect();
+    bool no_unique_key = PG_NARGS() <= 4 || PG_ARGISNULL(4);
+    // after came with 0.3.1.
+    ck::Dependencies deps = ck::after_arg(fcinfo, 7);
+    ck::spi_connect();
+    ck::Waiting waiting;
+    if (deps.n > 0)
+        waiting = ck::wait_for(queue, deps);
+    bool waits = waiting.n > 0 || waiting.failure != nullptr;
+    if (!no_unique_key) {
         ck::Enqueued job = ck::enqueue_unique(queue, PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3),
-                                              PG_GETARG_DATUM(4), window, concurrency_key, no_concurrency_key);
+                                              PG_GETARG_DATUM(4), window, concurrency_key, no_concurrency_key,
+                                              waits ? &waiting : nullptr);
         ck::spi_finish();
         PG_RETURN_INT64(job.id);
     }
-    ck::spi_connect();
+    if (waits) {
+        ck::Enqueued job = ck::insert_unique(queue, PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3), 0, true,
+                                             concurrency_key, no_concurrency_key, &waiting);
+        ck::spi_finish();
+        PG_RETURN_INT64(job.id);
+    }
     ck::Placing place = ck::place_job(queue, concurrency_key, no_concurrency_key, PG_GETARG_DATUM(2));
     Datum values[5] = {PG_GETARG_DATUM(1), place.run_at, PG_GETARG_DATUM(3), concurrency_key, place.parked_run_at};
     char nulls[5] = {' ', ' ', ' ', ' ', place.parked_null};
@@ -307,7 +325,9 @@ CK_FUNCTION(ck_claim)
     Interval *lease = lease_arg(fcinfo, 2);
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
-    claim_once(queue, batch, lease, ck::Snap::Caller, out);
+    // Coming back empty, it resolves a batch of finished dependencies first (queue_dependencies.hpp).
+    if (claim_once(queue, batch, lease, ck::Snap::Caller, out) == 0 && ck::resolve_pending(queue))
+        claim_once(queue, batch, lease, ck::Snap::Caller, out);
     ck::spi_finish();
     return (Datum) 0;
 }
@@ -375,6 +395,8 @@ CK_FUNCTION(ck_claim_wait)
         // Each look needs a new snapshot to see jobs committed while we wait.
         if (claim_once(queue, batch, lease, ck::Snap::Fresh, out) > 0)
             break;
+        if (ck::resolve_pending(queue))
+            continue;   // dependants may be ready now
         TimestampTz now = GetCurrentTimestamp();
         if (now >= deadline)
             break;
@@ -539,6 +561,7 @@ CK_FUNCTION(ck_fail)
         const Prepared &dead = ck::queue_statement(StatementKind::FailDead, a.queue);
         Datum values[2] = {a.id, error};
         char nulls[2] = {' ', error_null};
+        ck::DeadDepartures departing(error_null == 'n' ? "failed" : ck::pg_call([&] { return TextDatumGetCString(error); }));
         ck::execute_plan(dead.plan, values, nulls);
         ck::count_at_commit(a.queue, Activity::Buried);
         outcome = "dead";

@@ -23,8 +23,15 @@ struct Enqueued {
     int64 id;
     bool inserted;
 };
+struct Waiting;
 Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key,
-                        const Interval *window, Datum concurrency_key = 0, bool no_concurrency_key = true);
+                        const Interval *window, Datum concurrency_key = 0, bool no_concurrency_key = true,
+                        const Waiting *waiting = nullptr);
+
+// The insert behind both: with no_unique_key, a plain insert (which cannot conflict); with
+// waiting (queue_dependencies.hpp), the job goes in parked until the jobs it waits for are done.
+Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key, bool no_unique_key,
+                       Datum concurrency_key, bool no_concurrency_key, const Waiting *waiting);
 
 // The unique_for argument argno: NULL (nullptr), or positive and finite, and only with a key.
 const Interval *unique_for_arg(FunctionCallInfo fcinfo, int argno, int key_argno);

@@ -7,6 +7,7 @@
 #include "args.hpp"
 #include "queue.hpp"
 #include "queue_activity.hpp"
+#include "queue_dependencies.hpp"
 #include "queue_key.hpp"
 #include "spi.hpp"
 
@@ -24,7 +25,12 @@ CK_FUNCTION(ck_cancel)
     ck::spi_connect();
     const ck::Prepared &p = ck::queue_statement(ck::StatementKind::Cancel, queue);
     const char *outcome = "gone";
-    if (ck::execute_plan(p.plan, values, nullptr) == 1) {
+    uint64 n;
+    {
+        ck::DeadDepartures departing("cancelled");
+        n = ck::execute_plan(p.plan, values, nullptr);
+    }
+    if (n == 1) {
         // If this transaction rolls back, the job is back where it was.
         ck::ready_again_on_abort(queue, values[0], 2);
         ck::count_at_commit(queue, ck::Activity::Cancelled);

@@ -105,7 +105,9 @@ CK_FUNCTION(ck_create_queue)
                      "last_error pg_catalog.text, "
                      "unique_key pg_catalog.text, "
                      "concurrency_key pg_catalog.text, "
-                     "parked_run_at timestamp with time zone) "
+                     "parked_run_at timestamp with time zone, "
+                     "waiting_for integer, "
+                     "has_dependants boolean) "
                      "WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.02)")
                         .c_str());
     ck::execute_sql(("CREATE INDEX ON " + q + " (priority, run_at, id)").c_str());
@@ -135,6 +137,11 @@ CK_FUNCTION(ck_create_queue)
     if (has_trigger_function("queue_changed"))
         ck::execute_sql(("CREATE TRIGGER ck_changed BEFORE UPDATE OR DELETE ON " + q +
                          " FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_changed()").c_str());
+    // A job that others wait for records its departure (queue_dependencies.cpp); the WHEN
+    // keeps every other job's delete free of it. (Only from 0.3.1 on.)
+    if (has_trigger_function("queue_dependency_left"))
+        ck::execute_sql(("CREATE TRIGGER ck_dependency_left AFTER DELETE ON " + q +
+                         " FOR EACH ROW WHEN (OLD.has_dependants) EXECUTE FUNCTION ck.queue_dependency_left()").c_str());
     // (The trigger that hands on the slots of limited concurrency keys, ck_left, comes with the
     // queue's first limit: a queue without limits pays nothing for it. See ck.set_concurrency_limit.)
     if (notify)

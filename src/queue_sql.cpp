@@ -71,7 +71,7 @@ constexpr int generic_fast = CURSOR_OPT_GENERIC_PLAN | CURSOR_OPT_FAST_PLAN;
 // Every operator is schema-qualified (CK_OP, see qualify.hpp), and so is every function and
 // type: the statements run with the caller's search_path.
 #define EQ CK_OP("=")
-Statement statement_for(StatementKind kind, const std::string &q, const std::string &dead)
+Statement statement_for(StatementKind kind, const std::string &q, const std::string &dead, bool has_dependencies)
 {
     const std::string now = "pg_catalog.now()";
     const std::string token_is = "(lease_token" EQ "$2) IS TRUE";
@@ -143,8 +143,10 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         // ready from the moment it gets the slot ($2), or later at its own run_at: back at its
         // enqueue time it would sit below the claim frontier among the dead entries of every job
         // claimed since, and lower the frontier there for every claim.
+        // (A job still waiting for its dependencies is parked too, and not the key's to move.)
         return {"UPDATE " + q + " AS j SET run_at = GREATEST(j.parked_run_at, $2), parked_run_at = NULL WHERE j.id" EQ "("
-                "SELECT p.id FROM " + q + " AS p WHERE p.concurrency_key" EQ "$1 AND p.parked_run_at IS NOT NULL"
+                "SELECT p.id FROM " + q + " AS p WHERE p.concurrency_key" EQ "$1 AND p.parked_run_at IS NOT NULL" +
+                (has_dependencies ? " AND p.waiting_for IS NULL" : "") +
                 " ORDER BY p.priority, p.parked_run_at, p.id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING j.priority, j.run_at, j.id",
                 {TEXTOID, TIMESTAMPTZOID}, 2, 0};
     case StatementKind::WindowPurge:
@@ -162,6 +164,60 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, 'cancelled' FROM gone AS g) "
                 "SELECT lease_token IS NOT NULL AND run_at" CK_OP(">") "$2, priority, run_at FROM gone",
                 {INT8OID, TIMESTAMPTZOID}, 2, 0};
+    // Dependencies (queue_dependencies.cpp). A waiting job is parked at 'infinity' with its own
+    // run_at kept, as a job held back by its concurrency key is; it takes no slot until ready.
+    case StatementKind::EnqueueWaiting:
+        return {"INSERT INTO " + q + " (payload, run_at, priority, unique_key, concurrency_key, parked_run_at, waiting_for)"
+                " VALUES ($1, 'infinity'::pg_catalog.timestamptz, $3, $4, $5, $2, $6)"
+                " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id",
+                {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID}, 6, 0};
+    case StatementKind::DepLock:
+        return {"SELECT id, priority, run_at, has_dependants FROM " + q + " WHERE id" EQ "ANY ($1) ORDER BY id FOR KEY SHARE",
+                {INT8ARRAYOID}, 1, 0};
+    case StatementKind::DepMark:
+        return {"UPDATE " + q + " SET has_dependants = true WHERE id" EQ "ANY ($1) AND has_dependants IS NULL",
+                {INT8ARRAYOID}, 1, 0};
+    case StatementKind::DepDead:
+        return {"SELECT id, last_error FROM " + dead + " WHERE id" EQ "ANY ($1) ORDER BY id LIMIT 1", {INT8ARRAYOID}, 1, 0};
+    case StatementKind::DepEdges:
+        return {"INSERT INTO ck.job_dependencies (queue, job, dependant) SELECT $1, d.job, $3 FROM pg_catalog.unnest($2) AS d(job)",
+                {REGCLASSOID, INT8ARRAYOID, INT8OID}, 3, 0};
+    case StatementKind::DepDeparted:
+        return {"INSERT INTO ck.dependency_departures AS d (queue, job, failure) VALUES ($1, $2, $3)"
+                " ON CONFLICT (queue, job) DO UPDATE SET failure = EXCLUDED.failure",
+                {REGCLASSOID, INT8OID, TEXTOID}, 3, 0};
+    case StatementKind::DepNext:
+        return {"SELECT job, failure FROM ck.dependency_departures WHERE queue" EQ "$1 ORDER BY job LIMIT 1 FOR UPDATE SKIP LOCKED",
+                {REGCLASSOID}, 1, 0};
+    case StatementKind::DepAny:
+        return {"SELECT FROM ck.dependency_departures WHERE queue" EQ "$1 LIMIT 1", {REGCLASSOID}, 1, 0};
+    case StatementKind::DepTake:
+        return {"DELETE FROM ck.job_dependencies WHERE ctid" EQ "ANY (ARRAY("
+                "SELECT ctid FROM ck.job_dependencies WHERE queue" EQ "$1 AND job" EQ "$2 LIMIT $3)) RETURNING dependant",
+                {REGCLASSOID, INT8OID, INT4OID}, 3, 0};
+    case StatementKind::DepDone:
+        return {"DELETE FROM ck.dependency_departures WHERE queue" EQ "$1 AND job" EQ "$2", {REGCLASSOID, INT8OID}, 2, 0};
+    case StatementKind::DepRelease: {
+        // $1 sorted: dependants are locked in id order by every release (no deadlock between
+        // two). A dependant without a concurrency key is ready at zero, from now or its own
+        // run_at; one with a key still has to get a slot (queue_dependencies.cpp).
+        const std::string last = "j.waiting_for" EQ "1 AND j.concurrency_key IS NULL";
+        return {"UPDATE " + q + " AS j SET waiting_for = CASE WHEN j.waiting_for" CK_OP(">") "1 THEN j.waiting_for"
+                CK_OP("-") "1 END, run_at = CASE WHEN " + last + " THEN GREATEST(j.parked_run_at, $2) ELSE j.run_at END,"
+                " parked_run_at = CASE WHEN " + last + " THEN NULL ELSE j.parked_run_at END"
+                " WHERE j.id" EQ "ANY ($1) AND j.waiting_for IS NOT NULL"
+                " RETURNING j.priority, j.run_at, j.id, j.waiting_for IS NULL, j.parked_run_at IS NOT NULL, j.concurrency_key",
+                {INT8ARRAYOID, TIMESTAMPTZOID}, 2, 0};
+    }
+    case StatementKind::DepUnpark:
+        return {"UPDATE " + q + " SET run_at = GREATEST(parked_run_at, $2), parked_run_at = NULL"
+                " WHERE id" EQ "$1 AND parked_run_at IS NOT NULL RETURNING priority, run_at, id",
+                {INT8OID, TIMESTAMPTZOID}, 2, 0};
+    case StatementKind::DepBury:
+        return {"WITH gone AS (DELETE FROM " + q + " WHERE id" EQ "ANY ($1) AND waiting_for IS NOT NULL RETURNING *), dead AS ("
+                "INSERT INTO " + dead + " (id, job, attempts, last_error) "
+                "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, $2 FROM gone AS g) SELECT pg_catalog.count(*) FROM gone",
+                {INT8ARRAYOID, TEXTOID}, 2, 0};
     case StatementKind::Claim:
     case StatementKind::ClaimFrom: {
         // One statement: pick ready jobs in order, skipping rows other claimers hold, and
@@ -237,7 +293,7 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         return {"WITH revived AS (DELETE FROM " + dead + " WHERE id" EQ "$1 RETURNING job) "
                 "INSERT INTO " + q + " SELECT r.* FROM revived, pg_catalog.jsonb_populate_record(NULL::" + q +
                 ", revived.job" CK_OP("||") "pg_catalog.jsonb_build_object('attempts', 0, 'lease_token', NULL, "
-                "'run_at', " + now + ", 'last_error', NULL, 'parked_run_at', NULL)) AS r",
+                "'run_at', " + now + ", 'last_error', NULL, 'parked_run_at', NULL, 'waiting_for', NULL, 'has_dependants', NULL)) AS r",
                 {INT8OID}, 1, 0};
     case StatementKind::PurgeDead:
         return {"DELETE FROM " + dead + " WHERE died_at" CK_OP("<") "(" + now + CK_OP("-") "$1)", {INTERVALOID}, 1, 0};
@@ -322,7 +378,9 @@ const Prepared &queue_statement(StatementKind kind, Oid relid)
             return quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.dead_letters)),
                                               get_rel_name(row.dead_letters));
         });
-        Statement s = statement_for(kind, table.sql, dead);
+        // Queues made before 0.3.1 and not updated have no dependencies (nor their columns).
+        bool has_dependencies = pg_call([&] { return get_attnum(relid, "waiting_for") != InvalidAttrNumber; });
+        Statement s = statement_for(kind, table.sql, dead, has_dependencies);
         Prepared p;
         p.plan = pg_call([&] { return prepare_kept(s.sql.c_str(), s.nargs, s.types, s.cursor_options); });
         p.table = table.name;

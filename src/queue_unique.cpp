@@ -12,6 +12,7 @@
 #include "args.hpp"
 #include "queue.hpp"
 #include "queue_activity.hpp"
+#include "queue_dependencies.hpp"
 #include "queue_limits.hpp"
 #include "spi.hpp"
 
@@ -22,25 +23,34 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include <algorithm>
+
 namespace ck {
 
-namespace {
-
 // Each round either inserts, or finds a holder that committed before the lookup's snapshot;
-// only a holder leaving between the two sends it round again.
-Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key,
-                       Datum concurrency_key, bool no_concurrency_key)
+// only a holder leaving between the two sends it round again. A job that waits for others
+// (waiting) goes in parked, with no slot of its concurrency key yet, and its edges after it.
+Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key, bool no_unique_key,
+                       Datum concurrency_key, bool no_concurrency_key, const Waiting *waiting)
 {
-    const Prepared &insert = queue_statement(StatementKind::EnqueueUnique, queue);
+    const Prepared &insert = queue_statement(waiting ? StatementKind::EnqueueWaiting : StatementKind::EnqueueUnique, queue);
     const Prepared &find = queue_statement(StatementKind::FindUnique, queue);
-    Placing place = place_job(queue, concurrency_key, no_concurrency_key, run_at);
-    Datum values[6] = {payload, place.run_at, priority, unique_key, concurrency_key, place.parked_run_at};
-    char nulls[6] = {' ', ' ', ' ', ' ', no_concurrency_key ? 'n' : ' ', place.parked_null};
+    Placing place;
+    if (waiting == nullptr)
+        place = place_job(queue, concurrency_key, no_concurrency_key, run_at);
+    // A job whose dependency was buried goes in waiting (for one) and is buried at once.
+    Datum last = waiting ? Int32GetDatum(std::max(waiting->n, 1)) : place.parked_run_at;
+    Datum values[6] = {payload, waiting ? run_at : place.run_at, priority, unique_key, concurrency_key, last};
+    char nulls[6] = {' ', ' ', ' ', no_unique_key ? 'n' : ' ', no_concurrency_key ? 'n' : ' ', waiting ? ' ' : place.parked_null};
     bool isnull;
     PlacedInserts placed;
     for (int round = 0; round < 100; round++) {
-        if (execute_plan(insert.plan, values, nulls) == 1)
-            return {DatumGetInt64(result_datum(0, 1, &isnull)), true};
+        if (execute_plan(insert.plan, values, nulls) == 1) {
+            int64 id = DatumGetInt64(result_datum(0, 1, &isnull));
+            if (waiting)
+                record_dependant(queue, id, *waiting);
+            return {id, true};
+        }
         if (execute_plan(find.plan, &values[3], nullptr, Snap::Fresh) == 1) {
             if (place.taken)
                 give_back_slot(queue, concurrency_key);   // nothing inserted: the slot is free again
@@ -53,14 +63,12 @@ Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, D
                 "", "Retry the transaction.");
 }
 
-} // namespace
-
 // With a window, the key's row in ck.unique_windows decides first: taken (no row, or its window
 // has ended), the job is enqueued as without one (a job still in the queue with that key is
 // returned), and the row names it; not taken, the job that took the window is the answer,
 // whether or not it is still in the queue.
 Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key,
-                        const Interval *window, Datum concurrency_key, bool no_concurrency_key)
+                        const Interval *window, Datum concurrency_key, bool no_concurrency_key, const Waiting *waiting)
 {
     Datum key[2] = {ObjectIdGetDatum(queue), unique_key};
     bool isnull;
@@ -79,7 +87,8 @@ Enqueued enqueue_unique(Oid queue, Datum payload, Datum run_at, Datum priority, 
             return {DatumGetInt64(result_datum(0, 1, &isnull)), false};
         }
     }
-    Enqueued job = insert_unique(queue, payload, run_at, priority, unique_key, concurrency_key, no_concurrency_key);
+    Enqueued job = insert_unique(queue, payload, run_at, priority, unique_key, false, concurrency_key, no_concurrency_key,
+                                 waiting);
     if (!job.inserted)
         count_now(queue, Activity::Duplicates);
     if (window != nullptr) {
