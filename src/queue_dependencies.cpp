@@ -15,6 +15,7 @@
 #include "queue_frontier.hpp"
 #include "queue_key.hpp"
 #include "queue_limits.hpp"
+#include "queue_plan.hpp"
 #include "queue_wakeup.hpp"
 #include "spi.hpp"
 
@@ -64,7 +65,9 @@ void bury(Oid queue, const int64 *ids, int n, const char *reason)
 {
     Datum values[2] = {id_array(ids, n), pg_call([&] { return PointerGetDatum(cstring_to_text(reason)); })};
     DeadDepartures dead(reason);
-    execute_plan(queue_statement(StatementKind::DepBury, queue).plan, values, nullptr, Snap::Fresh);
+    const Prepared &p = queue_statement(StatementKind::DepBury, queue);
+    plan_queue_statement(p, queue);   // each job looked up by id, whatever the last ANALYZE saw
+    execute_plan(p.plan, values, nullptr, Snap::Fresh);
     bool isnull;
     count_at_commit(queue, Activity::Buried, static_cast<uint64>(DatumGetInt64(result_datum(0, 1, &isnull))));
 }
@@ -86,7 +89,9 @@ void release(Oid queue, const int64 *ids, int n)
     Datum values[2] = {id_array(ids, n), TimestampTzGetDatum(now)};
     // A snapshot taken now: a departure's trigger runs with its statement's, taken before it
     // waited for the enqueue of the dependants it is to count down.
-    uint64 rows = execute_plan(queue_statement(StatementKind::DepRelease, queue).plan, values, nullptr, Snap::Fresh);
+    const Prepared &p = queue_statement(StatementKind::DepRelease, queue);
+    plan_queue_statement(p, queue);   // each dependant looked up by id, whatever the last ANALYZE saw
+    uint64 rows = execute_plan(p.plan, values, nullptr, Snap::Fresh);
     // Those at zero with a concurrency key go to the key's limit after the rows are read.
     int keyed = 0;
     int64 *keyed_id = static_cast<int64 *>(pg_call([&] { return palloc(sizeof(int64) * (rows + 1)); }));

@@ -193,19 +193,19 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         return {"SELECT FROM ck.dependency_departures WHERE queue" EQ "$1 LIMIT 1", {REGCLASSOID}, 1, 0};
     case StatementKind::DepTake:
         return {"DELETE FROM ck.job_dependencies WHERE ctid" EQ "ANY (ARRAY("
-                "SELECT ctid FROM ck.job_dependencies WHERE queue" EQ "$1 AND job" EQ "$2 LIMIT $3)) RETURNING dependant",
+                "SELECT ctid FROM ck.job_dependencies WHERE queue" EQ "$1 AND job" EQ "$2 ORDER BY dependant LIMIT $3)) RETURNING dependant",
                 {REGCLASSOID, INT8OID, INT4OID}, 3, 0};
     case StatementKind::DepDone:
         return {"DELETE FROM ck.dependency_departures WHERE queue" EQ "$1 AND job" EQ "$2", {REGCLASSOID, INT8OID}, 2, 0};
     case StatementKind::DepRelease: {
         // $1 sorted: dependants are locked in id order by every release (no deadlock between
-        // two). A dependant without a concurrency key is ready at zero, from now or its own
+        // two), each looked up by id (the join of CompleteMany, planned the same way). A dependant without a concurrency key is ready at zero, from now or its own
         // run_at; one with a key still has to get a slot (queue_dependencies.cpp).
         const std::string last = "j.waiting_for" EQ "1 AND j.concurrency_key IS NULL";
         return {"UPDATE " + q + " AS j SET waiting_for = CASE WHEN j.waiting_for" CK_OP(">") "1 THEN j.waiting_for"
                 CK_OP("-") "1 END, run_at = CASE WHEN " + last + " THEN GREATEST(j.parked_run_at, $2) ELSE j.run_at END,"
                 " parked_run_at = CASE WHEN " + last + " THEN NULL ELSE j.parked_run_at END"
-                " WHERE j.id" EQ "ANY ($1) AND j.waiting_for IS NOT NULL"
+                " FROM pg_catalog.unnest($1) AS d(id) WHERE j.id" EQ "ANY (ARRAY[d.id]) AND j.waiting_for IS NOT NULL"
                 " RETURNING j.priority, j.run_at, j.id, j.waiting_for IS NULL, j.parked_run_at IS NOT NULL, j.concurrency_key",
                 {INT8ARRAYOID, TIMESTAMPTZOID}, 2, 0};
     }
@@ -214,7 +214,8 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 " WHERE id" EQ "$1 AND parked_run_at IS NOT NULL RETURNING priority, run_at, id",
                 {INT8OID, TIMESTAMPTZOID}, 2, 0};
     case StatementKind::DepBury:
-        return {"WITH gone AS (DELETE FROM " + q + " WHERE id" EQ "ANY ($1) AND waiting_for IS NOT NULL RETURNING *), dead AS ("
+        return {"WITH gone AS (DELETE FROM " + q + " AS j USING pg_catalog.unnest($1) AS d(id)"
+                " WHERE j.id" EQ "ANY (ARRAY[d.id]) AND j.waiting_for IS NOT NULL RETURNING j.*), dead AS ("
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, $2 FROM gone AS g) SELECT pg_catalog.count(*) FROM gone",
                 {INT8ARRAYOID, TEXTOID}, 2, 0};

@@ -254,7 +254,7 @@ backend_memory() {
                    (SELECT * FROM memory_samples ORDER BY calls DESC LIMIT 1) AS last" | out
 }
 
-# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits lock overlaps
+# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits dependencies lock overlaps
 # latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
@@ -556,6 +556,22 @@ for clients in 1 4 16; do
             'BEGIN { printf "| %d | %s | %d | %d | %.2f | %s |\n", c, s, p, k, k / p, m }' | out
     done
 done
+fi
+
+if wanted dependencies; then
+out <<EOF
+
+## Dependencies: completion cost against the number of dependants
+
+One session, each call in a transaction of its own (test/bench/dependencies.sql). Fan-out: a job
+with N dependants completed (mean of 3); released is how many became ready at once (one batch,
+at most 256; the rest follow as claims come back empty). Fan-in: one job waits for 10,000, which
+are completed one by one: the mean cost per completion by quarter.
+
+| shape | dependants | complete (ms) | released |
+|---|---:|---:|---:|
+EOF
+sql -At -f "$here/dependencies.sql" | out
 fi
 
 if wanted lock; then

@@ -74,6 +74,8 @@ BAD_BOUNDS = ["NULL", "0", "-1", "'NaN'", "'Infinity'", "'-Infinity'", "1e-100",
               "9223372036854775807", "99999999999999999999999999999999999999", "0.5"]
 UNIQUE_KEYS = ["'k1'", "'k2'", "'mail:' || 7"]
 CONCURRENCY_KEYS = ["'tenant:1'", "'tenant:2'", "''"]
+AFTERS = ["ARRAY[1]", "ARRAY[1, 2, 3]", "'{}'::bigint[]", "NULL", "ARRAY[9223372036854775807]"]
+BAD_AFTERS = ["ARRAY[NULL]::bigint[]", "ARRAY[0]", "ARRAY[-1]"]
 STATES = ["'free'", "'held'", "'booked'", "'cancelled'"]
 BAD_TEXTS = ["NULL", "''", "'nope'", "'FREE'", "repeat('x', 10000)", "'x'';--'", "'é'",
              "E'tab\\there'", "' free'", "NULL::text"]
@@ -239,7 +241,7 @@ FUNCS = {
     "drop_queue": (lambda: [queue()], False, True),
     "enqueue": (lambda: opt([queue()], lambda: pick(JSONS, BAD_JSONS), lambda: pick(TIMES, BAD_TIMES),
                             lambda: pick(INTS, BAD_INTS), lambda: pick(UNIQUE_KEYS, BAD_TEXTS), iv,
-                            lambda: pick(CONCURRENCY_KEYS, BAD_TEXTS)), False, False),
+                            lambda: pick(CONCURRENCY_KEYS, BAD_TEXTS), lambda: pick(AFTERS, BAD_AFTERS)), False, False),
     "enqueue_unique": (lambda: opt([queue(), pick(UNIQUE_KEYS, BAD_TEXTS)], lambda: pick(JSONS, BAD_JSONS),
                                    lambda: pick(TIMES, BAD_TIMES), lambda: pick(INTS, BAD_INTS), iv), True, False),
     "cancel": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS)], False, False),
@@ -303,6 +305,7 @@ SCENARIOS = [
     "SELECT ck.cancel('jobs', j.id) FROM (SELECT id FROM jobs ORDER BY random() LIMIT {n}) AS j",
     "SELECT (ck.enqueue_unique('jobs', 'fuzz:' || (g % 3))).inserted FROM generate_series(1, {n}) AS g",
     "SELECT ck.retry_dead('jobs', d.id) FROM (SELECT id FROM jobs_dead ORDER BY random() LIMIT {n}) AS d",
+    "SELECT ck.enqueue('jobs', after => ARRAY(SELECT id FROM jobs ORDER BY random() LIMIT {n})) FROM generate_series(1, {n})",
     "SELECT ck.try_decrement('stock', {col}, s.sku, {amount}) FROM stock AS s WHERE s.sku < {n} + 3",
     "SELECT ck.try_increment('stock', {col}, s.sku, {amount}, {bound}) FROM stock AS s WHERE s.sku > 1000",
     "SELECT ck.transition('orders', o.id, 'state', o.state::text, {state}) FROM orders AS o WHERE o.id < {n} + 3",

@@ -273,6 +273,13 @@ BEGIN; SELECT ck.enqueue('jobs', unique_key => 'h') = ck.enqueue('jobs', unique_
 BEGIN; SELECT ck.enqueue('jobs', unique_key => '') > 0; ROLLBACK; -- expect: = t
 BEGIN; SELECT ck.enqueue('jobs', unique_key => 'x'';--') > 0; ROLLBACK; -- expect: = t
 BEGIN; SELECT ck.enqueue('jobs', unique_key => (SELECT string_agg(md5(g::text), '') FROM generate_series(1, 3000) AS g)) > 0; ROLLBACK; -- expect: ok or 54000
+SELECT ck.enqueue('jobs', after => ARRAY[1, NULL]); -- expect: 22004
+SELECT ck.enqueue('jobs', after => ARRAY[0]); -- expect: 22023
+SELECT ck.enqueue('jobs', after => ARRAY[-9223372036854775808]); -- expect: 22023
+SELECT ck.enqueue('jobs', after => (SELECT array_agg(g) FROM generate_series(1, 100001) AS g)); -- expect: 54000
+BEGIN; SELECT ck.enqueue('jobs', after => '{}') > 0; ROLLBACK; -- expect: = t
+BEGIN; SELECT ck.enqueue('jobs', after => ARRAY[9223372036854775807]) > 0; ROLLBACK; -- expect: = t
+BEGIN; SELECT ck.enqueue('jobs', after => '{{1,2},{3,4}}'::bigint[]) > 0; ROLLBACK; -- expect: = t
 SELECT ck.enqueue_unique(NULL, 'k'); -- expect: 22004
 SELECT ck.enqueue_unique('jobs', NULL); -- expect: 22004
 SELECT ck.enqueue_unique('jobs', 'k', NULL); -- expect: 22004

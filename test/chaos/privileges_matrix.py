@@ -120,6 +120,12 @@ FUNCS = [
     ("enqueue, concurrency key", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs"],
      "SELECT ck.enqueue(:jobs::regclass, concurrency_key => 'priv-key') > 0",
      "INSERT INTO app.jobs (payload, concurrency_key) VALUES ('{}', 'priv-key') RETURNING id", "", {}),
+    # Dependencies: the jobs waited for are locked FOR KEY SHARE (which asks for UPDATE), then the
+    # job goes in waiting (its edges in ck.job_dependencies, open to whoever may write to the queue).
+    ("enqueue, after", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs", "UPDATE on app.jobs"],
+     "SELECT ck.enqueue(:jobs::regclass, after => ARRAY[2000]) > 0",
+     "WITH l AS (SELECT id FROM app.jobs WHERE id = 2000 FOR KEY SHARE) "
+     "INSERT INTO app.jobs (payload, waiting_for) SELECT '{}', 1 FROM l RETURNING id", "", {}),
     ("cancel", ["USAGE on schema app", "SELECT on app.mail", "DELETE on app.mail", "INSERT on app.mail_dead"],
      "SELECT ck.cancel(:mail::regclass, :mid)",
      "WITH d AS (DELETE FROM app.mail WHERE id = :mid RETURNING *) "

@@ -478,6 +478,15 @@ check "and completing the first hands its slot to the second (ck_left on the upd
     SELECT count(*) = 1 AND bool_and(parked_run_at IS NULL) FROM jobs WHERE concurrency_key = 'upgrade-key'"
 sql -d "$db_a" -c "SELECT count(ck.complete('jobs', id, lease_token)) FROM ck.claim('jobs', 10)" \
     -c "SELECT ck.set_concurrency_limit('jobs', 'upgrade-key', NULL)" >/dev/null || true
+sql -d "$db_a" -c "CREATE TABLE first_step AS SELECT ck.enqueue('jobs', '{\"step\": 1}') AS id" \
+    -c "CREATE TABLE second_step AS SELECT ck.enqueue('jobs', '{\"step\": 2}', after => ARRAY[id]) AS id FROM first_step" >/dev/null || true
+check "a queue made under $oldest takes dependencies after the update (0.3.1): the second step waits for the first" "$db_a" "
+    SELECT (SELECT array_agg(c.id) FROM ck.claim('jobs', 10) AS c) = (SELECT ARRAY[id] FROM first_step)
+       AND (SELECT waiting_for FROM jobs WHERE id = (SELECT id FROM second_step)) = 1"
+sql -d "$db_a" -c "SELECT ck.complete('jobs', j.id, j.lease_token) FROM jobs AS j JOIN first_step USING (id)" >/dev/null || true
+check "and is claimed once the first completed (ck_dependency_left on the updated queue)" "$db_a" "
+    WITH c AS (SELECT * FROM ck.claim('jobs', 10))
+    SELECT array_agg(c.id) = (SELECT ARRAY[id] FROM second_step) AND bool_and(ck.complete('jobs', c.id, c.lease_token)) FROM c"
 check "the queues are empty now: ck.queue_stats all zero" "$db_a" "
     SELECT bool_and((s.ready, s.scheduled, s.running, s.expired, s.dead) = (0, 0, 0, 0, 0))
     FROM unnest(ARRAY['jobs', 'expiring', 'fragile']::regclass[]) AS q, ck.queue_stats(q) AS s"
