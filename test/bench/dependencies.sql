@@ -1,25 +1,26 @@
 -- make bench, section dependencies: what completing a job costs as its number of dependants
 -- grows (fan-out: one job with N dependants), and whether the completions of a fan-in (one job
 -- waiting for 10,000) get slower as they go. One session; each figure is the mean of a loop
--- of calls timed with clock_timestamp(), each call in a transaction of its own (a worker's); the
--- first fan-out round only prepares the statements. Prints markdown table rows.
+-- of calls timed with clock_timestamp(), each call in a transaction of its own (a worker's);
+-- fan-out: 3 rounds, each on a queue of its own whose statements a first small job prepared.
+-- Prints markdown table rows.
 SET client_min_messages = warning;
 CREATE TEMP TABLE fan_out (dependants int, complete_ms numeric, released int);
 DO $$
 DECLARE
     n int;
+    r int;
     root bigint;
     c record;
     t0 timestamptz;
 BEGIN
     FOREACH n IN ARRAY ARRAY[1, 100, 1000, 10000] LOOP
-        PERFORM ck.create_queue('bench_deps');
-        -- a first job with a dependant prepares every statement of the queue
-        PERFORM ck.enqueue('bench_deps', after => ARRAY[ck.enqueue('bench_deps')]);
-        PERFORM ck.complete('bench_deps', l.id, l.lease_token) FROM ck.claim('bench_deps', 2) AS l;
-        COMMIT;
         FOR r IN 1..3 LOOP
-            DELETE FROM bench_deps;
+            PERFORM ck.create_queue('bench_deps');
+            -- a first job with a dependant prepares every statement of the new queue
+            PERFORM ck.enqueue('bench_deps', after => ARRAY[ck.enqueue('bench_deps')]);
+            PERFORM ck.complete('bench_deps', l.id, l.lease_token) FROM ck.claim('bench_deps', 2) AS l;
+            PERFORM ck.complete('bench_deps', l.id, l.lease_token) FROM ck.claim('bench_deps', 2) AS l;
             root := ck.enqueue('bench_deps');
             PERFORM ck.enqueue('bench_deps', after => ARRAY[root]) FROM generate_series(1, n);
             SELECT * INTO c FROM ck.claim('bench_deps', 1);
@@ -29,9 +30,9 @@ BEGIN
             INSERT INTO fan_out SELECT n, extract(epoch FROM clock_timestamp() - t0) * 1000,
                                        count(*) FILTER (WHERE run_at <> 'infinity') FROM bench_deps;
             COMMIT;
+            PERFORM ck.drop_queue('bench_deps');
+            COMMIT;
         END LOOP;
-        PERFORM ck.drop_queue('bench_deps');
-        COMMIT;
     END LOOP;
 END
 $$;

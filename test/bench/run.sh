@@ -520,18 +520,11 @@ duplicate, nothing inserted) against \`ck.enqueue\` without a key, into an empti
 per transaction; separate runs in the order plain, key, key, plain (mean tps of each), and one mixed run (mean
 latency plain / key).
 
-| clients | sync_commit | plain tps | unique key tps | ratio | mixed |
-|---:|---|---:|---:|---:|---:|
+| workload | clients | sync_commit | plain tps | unique key tps | ratio | mixed |
+|---|---:|---|---:|---:|---:|---:|
 EOF
-for clients in 1 4; do
-    for sync in off on; do
-        read -r plain keyed <<<"$(mean_tps unique_setup.sql "$clients" "$sync" unique_plain.sql unique_key.sql \
-            unique_key.sql unique_plain.sql)"
-        mixed=$(mixed_ratio unique_setup.sql "$clients" "$sync" unique_plain.sql unique_key.sql)
-        awk -v c="$clients" -v s="$sync" -v p="$plain" -v k="$keyed" -v m="$mixed" \
-            'BEGIN { printf "| %d | %s | %d | %d | %.2f | %s |\n", c, s, p, k, k / p, m }' | out
-    done
-done
+client_counts=(1 4)
+compare unique "enqueue, 1 in 10 a duplicate" "plain key key plain"
 fi
 
 if wanted limits; then
@@ -544,18 +537,11 @@ out <<EOF
 key, each queue refilled with the same backlog before every run; separate runs in the order plain, keyed, keyed,
 plain (mean tps of each), and one mixed run (mean latency plain / keyed).
 
-| clients | sync_commit | plain tps | 1,000 keys at limit 1, tps | ratio | mixed |
-|---:|---|---:|---:|---:|---:|
+| workload | clients | sync_commit | plain tps | 1,000 keys at limit 1, tps | ratio | mixed |
+|---|---:|---|---:|---:|---:|---:|
 EOF
-for clients in 1 4 16; do
-    for sync in off on; do
-        read -r plain keyed <<<"$(mean_tps limits_setup.sql "$clients" "$sync" limits_plain.sql limits_keyed.sql \
-            limits_keyed.sql limits_plain.sql)"
-        mixed=$(mixed_ratio limits_setup.sql "$clients" "$sync" limits_plain.sql limits_keyed.sql)
-        awk -v c="$clients" -v s="$sync" -v p="$plain" -v k="$keyed" -v m="$mixed" \
-            'BEGIN { printf "| %d | %s | %d | %d | %.2f | %s |\n", c, s, p, k, k / p, m }' | out
-    done
-done
+client_counts=(1 4 16)
+compare limits "claim + complete" "plain keyed keyed plain"
 fi
 
 if wanted dependencies; then

@@ -266,6 +266,17 @@ def cases():
              "SELECT ck.cancel('work_q', %s), %s::bigint", lock_wait, ("statement_timeout", "cancel", "terminate"),
              blocker=row_locker, prepare=claim_job, params=job_params,
              followup="SELECT ck.complete('work_q', %s, %s)"),
+        # Dependencies: the enqueue locks the job it waits for; a completion counts its dependant down.
+        Case("queue", "ck.enqueue after a job whose row another session has locked",
+             "SELECT ck.enqueue('work_q', after => ARRAY[%s]), %s::bigint", lock_wait, all3,
+             blocker=row_locker, prepare=claim_job, params=job_params,
+             followup="SELECT ck.complete('work_q', %s, %s)"),
+        Case("queue", "ck.complete of a job whose dependant another session has locked",
+             "SELECT ck.complete('work_q', %s, %s)", lock_wait, all3,
+             blocker=lambda v: [("SELECT FROM work_q WHERE id = %s FOR UPDATE", (v.job[2],))],
+             prepare="WITH c AS (SELECT id, lease_token FROM ck.claim('work_q') ORDER BY id LIMIT 1) "
+                     "SELECT c.id, c.lease_token, ck.enqueue('work_q', after => ARRAY[c.id]) FROM c",
+             params=lambda v: v.job[:2], followup="SELECT ck.complete('work_q', %s, %s)"),
         Case("advisory lock", "ck.xact_lock('chaos', 3) without timeout, blocked by another session",
              "SELECT ck.xact_lock('chaos', 3)", lock_wait, ("statement_timeout", "cancel"),
              blocker=["SELECT ck.xact_lock('chaos', 3)"]),
