@@ -21,6 +21,7 @@ BEGIN
             PERFORM ck.enqueue('bench_deps', after => ARRAY[ck.enqueue('bench_deps')]);
             PERFORM ck.complete('bench_deps', l.id, l.lease_token) FROM ck.claim('bench_deps', 2) AS l;
             PERFORM ck.complete('bench_deps', l.id, l.lease_token) FROM ck.claim('bench_deps', 2) AS l;
+            COMMIT;   -- (a job enqueued in the transaction that claimed past it is claimable once it commits)
             root := ck.enqueue('bench_deps');
             PERFORM ck.enqueue('bench_deps', after => ARRAY[root]) FROM generate_series(1, n);
             SELECT * INTO c FROM ck.claim('bench_deps', 1);
