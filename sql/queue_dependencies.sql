@@ -72,6 +72,16 @@ SELECT count(*) AS left_in_queue FROM depq;
 SELECT count(*) AS edges_left FROM ck.job_dependencies WHERE queue = 'depq'::regclass;
 SELECT count(*) AS departures_left FROM ck.dependency_departures WHERE queue = 'depq'::regclass;
 
+-- A busy queue never comes back empty: every 64th claim of a backend resolves a batch as well.
+SELECT ck.enqueue('depq', '{"root": 2}') AS root2 \gset
+SELECT count(ck.enqueue('depq', jsonb_build_object('leaf', g), after => ARRAY[:root2])) FROM generate_series(1, 300) AS g;
+SELECT pg_temp.done(1) = ARRAY[:root2]::bigint[] AS root_completed;
+SELECT count(ck.enqueue('depq', '{"other": true}')) FROM generate_series(1, 200);
+SELECT count(*) FILTER (WHERE waiting) AS still_waiting FROM pg_temp.jobs();
+SELECT sum(cardinality(pg_temp.done(1))) AS claimed_one_by_one FROM generate_series(1, 64);
+SELECT count(*) FILTER (WHERE waiting) AS still_waiting FROM pg_temp.jobs();
+SELECT count(*) AS claimed FROM (SELECT unnest(pg_temp.done(1000))) AS c;
+
 -- Fan-in: one job waits for 300; it is ready when the last of them completes.
 CREATE TEMP TABLE parts AS SELECT ck.enqueue('depq', jsonb_build_object('part', g)) AS id FROM generate_series(1, 300) AS g;
 SELECT ck.enqueue('depq', '{"sink": true}', after => (SELECT array_agg(id) FROM parts)) AS sink \gset
@@ -119,7 +129,7 @@ SELECT ck.enqueue('depq', after => ARRAY[1, NULL]);
 SELECT ck.enqueue('depq', after => ARRAY[0]);
 SELECT ck.enqueue('depq', after => ARRAY[-5]);
 SELECT ck.enqueue('depq', after => (SELECT array_agg(g) FROM generate_series(1, 100001) AS g));
-SELECT ck.enqueue('depq', after => '{}');   -- an empty list: nothing to wait for
+SELECT ck.enqueue('depq', after => '{}') > 0 AS enqueued;   -- an empty list: nothing to wait for
 SELECT count(*) AS jobs FROM depq;
 SELECT count(*) FROM (SELECT unnest(pg_temp.done(10))) AS c;
 

@@ -325,8 +325,8 @@ CK_FUNCTION(ck_claim)
     Interval *lease = lease_arg(fcinfo, 2);
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
-    // Coming back empty, it resolves a batch of finished dependencies first (queue_dependencies.hpp).
-    if (claim_once(queue, batch, lease, ck::Snap::Caller, out) == 0 && ck::resolve_pending(queue))
+    // Coming back empty, it resolves a batch of finished dependencies and claims again (queue_dependencies.hpp).
+    if (ck::resolve_after_claim(queue, claim_once(queue, batch, lease, ck::Snap::Caller, out)))
         claim_once(queue, batch, lease, ck::Snap::Caller, out);
     ck::spi_finish();
     return (Datum) 0;
@@ -393,10 +393,11 @@ CK_FUNCTION(ck_claim_wait)
     for (;;) {
         ck::pg_call([&] { ck::queue_wait_prepare(queue); });
         // Each look needs a new snapshot to see jobs committed while we wait.
-        if (claim_once(queue, batch, lease, ck::Snap::Fresh, out) > 0)
-            break;
-        if (ck::resolve_pending(queue))
+        uint64 claimed = claim_once(queue, batch, lease, ck::Snap::Fresh, out);
+        if (ck::resolve_after_claim(queue, claimed))
             continue;   // dependants may be ready now
+        if (claimed > 0)
+            break;
         TimestampTz now = GetCurrentTimestamp();
         if (now >= deadline)
             break;

@@ -42,9 +42,12 @@ Waiting wait_for(Oid queue, const Dependencies &deps);
 // After the job (id) was inserted parked with waiting_for = w.n: its edges, or its burial.
 void record_dependant(Oid queue, int64 id, const Waiting &w);
 
-// An empty claim's turn: under READ COMMITTED, when the queue has departures to resolve and
-// the caller may bury, resolves a batch. True when it resolved anything (claim again).
-bool resolve_pending(Oid queue);
+// A claim's turn, after it claimed `claimed` jobs: when it came back empty, and at every 64th
+// claim of the backend (a busy queue never runs empty, and the rest of a wide fan-out must not
+// wait for it to), under READ COMMITTED, when the queue has departures to resolve and the
+// caller may bury, resolves a batch. True when the claim was empty and it resolved anything
+// (claim again).
+bool resolve_after_claim(Oid queue, uint64 claimed);
 
 // From the row trigger: job id left the queue (inside an SPI connection).
 void dependency_left(Oid queue, Datum id);
