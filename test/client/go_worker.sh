@@ -3,7 +3,9 @@
 # 8 pooled workers drain 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sell the
 # last units with ck.decrement (CK001 in the driver's error), meet a timed ck.xact_lock held by
 # another pooled connection (55P03, connection usable afterwards), CALL ck.retry, and enqueue one unique key
-# from 8 producers at once, then cancel its job waiting and running. Prints TAP.
+# from 8 producers at once, then cancel its job waiting and running; the same workers run a workflow
+# of dependent jobs (a fan-out and a fan-in: dependency_checks), and a cancelled job buries the jobs
+# after it. Prints TAP.
 # needs: go pgx   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
@@ -22,7 +24,8 @@ else
 fi
 
 setup_db "$db" 2000
-run_tap "go worker" 150 "$tmp/ckworker" -workers 8 -parts queue,decrement,lock,retry,unique
+run_tap "go worker" 150 "$tmp/ckworker" -workers 8 -parts queue,decrement,lock,retry,unique,dependencies
+dependency_checks go
 outcome_checks go 8
 readme_check go test/client/go/ckworker/worker.go
 readme_check go test/client/go/ckworker/examples.go

@@ -3,7 +3,9 @@
 # of 8 drains 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sells the last units
 # with ck.decrement (CK001 in error.code), meets a timed ck.xact_lock held by another pooled
 # connection (55P03, connection usable afterwards), calls CALL ck.retry, and enqueues one unique key from 8
-# producers at once, then cancels its job waiting and running. Prints TAP.
+# producers at once, then cancels its job waiting and running; the same workers run a workflow of
+# dependent jobs (a fan-out and a fan-in: dependency_checks), and a cancelled job buries the jobs
+# after it. Prints TAP.
 # needs: node npm   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
@@ -21,7 +23,8 @@ else
     exit 1
 fi
 setup_db "$db" 2000
-run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry unique
+run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry unique dependencies
+dependency_checks node
 outcome_checks node 8
 readme_check node test/client/node/ckworker.js
 tap_done

@@ -3,7 +3,9 @@
 # 8 worker threads drain 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sell the
 # last units with ck.decrement (CK001 in the driver's error), meet a timed ck.xact_lock held by
 # another connection (55P03, connection usable afterwards), CALL ck.retry, and enqueue one unique key from 8
-# producers at once, then cancel its job waiting and running. Prints TAP.
+# producers at once, then cancel its job waiting and running; the same workers run a workflow of
+# dependent jobs (a fan-out and a fan-in: dependency_checks), and a cancelled job buries the jobs
+# after it. Prints TAP.
 # needs: psycopg   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
@@ -20,7 +22,8 @@ else
     exit 1
 fi
 setup_db "$db" 2000
-run_tap "python worker" 150 "$python" "$client_dir/python/ckworker.py" --workers 8 queue decrement lock retry unique
+run_tap "python worker" 150 "$python" "$client_dir/python/ckworker.py" --workers 8 queue decrement lock retry unique dependencies
+dependency_checks python
 outcome_checks python 8
 readme_check python test/client/python/ckworker.py
 tap_done

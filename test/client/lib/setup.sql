@@ -1,5 +1,5 @@
 -- Schema for the language workers (test/client/*_worker.sh) and the PgBouncer run: one
--- database each, set up with psql -v jobs=N. Every part's expected outcome is in checks.sh.
+-- database each, set up with psql -v jobs=N. Every part's expected outcome is checked by lib/tap.sh.
 CREATE EXTENSION concurrency_kit;
 
 -- Queue: a 1 s lease; "slow" jobs run 2.5 s and heartbeat, "flaky" ones raise on attempt 1.
@@ -15,6 +15,10 @@ INSERT INTO enqueued
 SELECT ck.enqueue('jobs', jsonb_build_object('n', g, 'kind', k.kind)), g, k.kind
 FROM generate_series(1, :jobs) AS g,
      LATERAL (SELECT CASE WHEN g % 500 = 250 THEN 'slow' WHEN g % 100 = 37 THEN 'flaky' ELSE 'plain' END AS kind) AS k;
+
+-- Dependencies: the workflow a worker test enqueues into "jobs" (a fan-out and a fan-in), each
+-- job with the ids it waits for; its order is checked against effects by dependency_checks.
+CREATE TABLE workflow (job_id bigint PRIMARY KEY, step text NOT NULL, after bigint[] NOT NULL);
 
 -- Decrement: 3 units of sku 7, 30 of sku 42.
 CREATE TABLE stock (sku int PRIMARY KEY, qty int NOT NULL);

@@ -95,6 +95,27 @@ outcome_checks() {
     check "$label: exactly 20 seats taken through ck.retry" "SELECT count(*) = 20 FROM seats"
 }
 
+# dependency_checks LABEL: the workflow of the dependencies part (table workflow) ran in order. A job
+# was claimed when its effect was written less the time its worker held it (held_ms, whole ms: node's
+# Date.now() difference may be 1 ms over); a job it waits for completed in the transaction that wrote
+# its effect, so after its done_at.
+dependency_checks() {
+    local label=$1
+    check "$label: no job of the workflow was claimed before every job it waits for had completed ($(sql -c 'SELECT count(*) FROM workflow, unnest(after)') waits)" "
+        SELECT count(*) > 0 AND bool_and((f.done_at - (f.held_ms - 1) * interval '1 ms' > d.done_at) IS TRUE)
+        FROM workflow w CROSS JOIN unnest(w.after) AS a(job_id)
+        LEFT JOIN effects f ON f.job_id = w.job_id LEFT JOIN effects d ON d.job_id = a.job_id"
+    check "$label: every job of the workflow ran once, the fan-in job last" "
+        SELECT count(f.job_id) = count(DISTINCT w.job_id) AND count(*) FILTER (WHERE w.step = 'fan-in') = 1
+           AND max(f.done_at) FILTER (WHERE w.step = 'fan-in') > max(f.done_at) FILTER (WHERE w.step <> 'fan-in')
+        FROM workflow w LEFT JOIN effects f USING (job_id)"
+    check "$label: a fan-out job that failed once (ck.fail: 'retry') held the fan-in job back until its attempt 2 completed" "
+        SELECT count(*) = 1 AND bool_and(x.outcome = 'retry' AND f.attempt = 2 AND last.done_at > f.done_at)
+        FROM workflow w JOIN failures x USING (job_id) JOIN effects f USING (job_id)
+        CROSS JOIN (SELECT f.done_at FROM workflow w JOIN effects f USING (job_id) WHERE w.step = 'fan-in') AS last
+        WHERE w.step = 'fan-out'"
+}
+
 # readme_check LABEL FILE: every README code block marked <!-- from FILE --> is a verbatim part of FILE.
 readme_check() {
     local label=$1 file=$2 content block blocks=0 missing=0 line in_block=0 marked=0

@@ -2,11 +2,11 @@
 // ckworker.js drives concurrency_kit from Node with pg (node-postgres) and prints unnumbered TAP
 // lines ("ok - ...", "not ok - ...", "# ...") that test/client/lib/tap.sh numbers.
 //
-//   node ckworker.js [--workers 8] queue decrement lock retry unique
+//   node ckworker.js [--workers 8] queue decrement lock retry unique dependencies
 //
 // Connects with the PG* environment variables. The database must have been set up with
 // test/client/lib/setup.sql.
-const { Pool } = require('pg');
+const { Pool, escapeIdentifier } = require('pg');
 
 let failures = 0;
 function tap(ok, description) {
@@ -150,6 +150,19 @@ async function cancelJob(pool, id) {
   return r.rows[0].outcome;
 }
 
+// enqueueAfter enqueues a job that waits until every job in after (ids) that is still in the queue has
+// completed; if one of them is buried or cancelled instead, so is this job, with the reason. db: a pool or a client.
+async function enqueueAfter(db, queue, payload, after) {
+  const r = await db.query('SELECT ck.enqueue($1, $2::jsonb, after => $3::bigint[]) AS id', [queue, payload, after]);
+  return r.rows[0].id;
+}
+
+// deadReason says why job id is in the queue's dead letters (its last_error); undefined while it is not there.
+async function deadReason(db, queue, id) {
+  const r = await db.query(`SELECT last_error FROM ${escapeIdentifier(`${queue}_dead`)} WHERE id = $1`, [id]);
+  return r.rows[0]?.last_error;
+}
+
 const quoteLiteral = (s) => `'${s.replace(/'/g, "''")}'`;
 
 async function attempt(f) {
@@ -161,14 +174,19 @@ async function attempt(f) {
   }
 }
 
-async function testQueue(pool, workers) {
+// drain runs work() workers times over the pool until queue "jobs" is empty; one TAP line: what they did.
+async function drain(pool, workers, what) {
   const started = Date.now();
   const errors = [];
   await Promise.all(Array.from({ length: workers }, (_, i) =>
     work(pool, i + 1).catch((e) => errors.push(`worker ${i + 1}: ${e.message}`))));
-  tap(errors.length === 0, `node: ${workers} workers (pg.Pool of ${workers}) drained the queue in ` +
+  tap(errors.length === 0, `node: ${workers} workers (pg.Pool of ${workers}) ${what} in ` +
     `${((Date.now() - started) / 1000).toFixed(1)} s without an error`);
   errors.forEach(note);
+}
+
+async function testQueue(pool, workers) {
+  await drain(pool, workers, 'drained the queue');
   tap(stats.heartbeats > 0 && stats.heartbeatsLost === 0,
     `node: every heartbeat of the slow jobs (ck.extend_lease, ${stats.heartbeats} in all) kept the lease`);
   note(`${stats.failed} jobs raised and were handed back with ck.fail; ` +
@@ -286,13 +304,52 @@ async function testUnique(pool, workers) {
     `node: cancelling the running job says 'cancelling'; its worker's ck.complete finds the lease lost (${done})`);
 }
 
+// A workflow drained by the workers (its order is checked in SQL by the caller), then a cancelled job
+// that buries the jobs after it.
+async function testDependencies(pool, workers) {
+  let n = 100000;
+  const step = async (tx, name, kind, after) => {
+    n++;
+    const id = await enqueueAfter(tx, 'jobs', { n, kind }, after);
+    await tx.query('INSERT INTO enqueued VALUES ($1, $2, $3)', [id, n, kind]);
+    await tx.query('INSERT INTO workflow VALUES ($1, $2, $3)', [id, name, after]);
+    return id;
+  };
+  // A fan-out and a fan-in in one transaction. The root is slow (2.5 s: time enough for idle
+  // workers to take a job after it too early); of the 16 after it, one fails once, one is slow.
+  await inTransaction(pool, async (tx) => {
+    const root = await step(tx, 'root', 'slow', []);
+    const fanOut = [];
+    for (const kind of ['flaky', 'slow', ...Array(14).fill('plain')]) {
+      fanOut.push(await step(tx, 'fan-out', kind, [root]));
+    }
+    await step(tx, 'fan-in', 'plain', fanOut);
+  });
+  await drain(pool, workers, 'ran a workflow of 18 jobs (1, 16 after it, 1 after those)');
+
+  await pool.query(`SELECT ck.create_queue('reports') WHERE to_regclass('reports') IS NULL`);
+  const extract = await enqueueAfter(pool, 'reports', { step: 'extract' }, []);
+  const load = await enqueueAfter(pool, 'reports', { step: 'load' }, [extract]);
+  const notify = await enqueueAfter(pool, 'reports', { step: 'notify' }, [load]);
+  const outcome = await cancelJob(pool, extract);
+  const reasons = [await deadReason(pool, 'reports', load), await deadReason(pool, 'reports', notify)];
+  const cancelled = `dependency ${extract} did not complete: cancelled`;
+  tap(outcome === 'cancelled' && reasons[0] === cancelled &&
+    reasons[1] === `dependency ${load} did not complete: ${cancelled}`,
+    'node: ck.cancel of a job buries the job after it and the job after that, each with the reason ' +
+    `in reports_dead (${JSON.stringify(reasons)})`);
+}
+
 async function main() {
   const args = process.argv.slice(2);
   let workers = 8;
   const w = args.indexOf('--workers');
   if (w >= 0) workers = Number(args.splice(w, 2)[1]);
   const pool = new Pool({ max: workers });
-  const parts = { queue: testQueue, decrement: testDecrement, lock: testLock, retry: testRetry, unique: testUnique };
+  const parts = {
+    queue: testQueue, decrement: testDecrement, lock: testLock, retry: testRetry, unique: testUnique,
+    dependencies: testDependencies,
+  };
   for (const part of args) {
     if (!parts[part]) {
       tap(false, `unknown part ${part}`);

@@ -1,7 +1,7 @@
 """ckworker.py drives concurrency_kit from Python with psycopg 3 (Debian's python3-psycopg) and
 prints unnumbered TAP lines ("ok - ...", "not ok - ...", "# ...") that test/client/lib/tap.sh numbers.
 
-    /usr/bin/python3 ckworker.py [--dsn DSN] [--workers 8] queue decrement lock retry unique
+    /usr/bin/python3 ckworker.py [--dsn DSN] [--workers 8] queue decrement lock retry unique dependencies
     /usr/bin/python3 ckworker.py --dsn BOUNCER_DSN prepare        (through PgBouncer)
 
 An empty DSN means the PG* environment variables. The database must have been set up with
@@ -13,6 +13,7 @@ import threading
 import time
 
 import psycopg
+import psycopg.sql
 import psycopg.types.json
 
 failures = 0
@@ -135,6 +136,20 @@ def cancel(conn, id):
     return conn.execute("SELECT ck.cancel('reports', %s)", (id,)).fetchone()[0]
 
 
+def enqueue_after(conn, queue, payload, after):
+    """Enqueues a job that waits until every job in after (ids) that is still in the queue has
+    completed; if one of them is buried or cancelled instead, so is this job, with the reason."""
+    return conn.execute("SELECT ck.enqueue(%s, %s, after => %s::bigint[])",
+                        (queue, psycopg.types.json.Jsonb(payload), after)).fetchone()[0]
+
+
+def dead_reason(conn, queue, id):
+    """Why job id is in the queue's dead letters (its last_error); None while it is not there."""
+    dead = psycopg.sql.Identifier(queue + "_dead")
+    row = conn.execute(psycopg.sql.SQL("SELECT last_error FROM {} WHERE id = %s").format(dead), (id,)).fetchone()
+    return row[0] if row else None
+
+
 def quote_literal(s):
     return "'" + s.replace("'", "''") + "'"
 
@@ -151,7 +166,8 @@ def run_threads(n, target):
         t.join()
 
 
-def test_queue(dsn, workers):
+def drain(dsn, workers, what):
+    """Runs work() in threads, a connection each, until queue "jobs" is empty; one TAP line: what they did."""
     errors = []
 
     def worker(i):
@@ -163,10 +179,14 @@ def test_queue(dsn, workers):
 
     started = time.monotonic()
     run_threads(workers, worker)
-    tap(not errors, f"python: {workers} workers (threads, a connection each) drained the queue"
+    tap(not errors, f"python: {workers} workers (threads, a connection each) {what}"
                     f" in {time.monotonic() - started:.1f} s without an error")
     for e in errors:
         note(e)
+
+
+def test_queue(dsn, workers):
+    drain(dsn, workers, "drained the queue")
     tap(stats["heartbeats"] > 0 and stats["heartbeats_lost"] == 0,
         f"python: every heartbeat of the slow jobs (ck.extend_lease, {stats['heartbeats']} in all) kept the lease")
     note(f"{stats['failed']} jobs raised and were handed back with ck.fail;"
@@ -316,6 +336,41 @@ def test_unique(dsn, workers):
             "python: cancelling the running job says 'cancelling'; its worker's ck.complete finds the lease lost")
 
 
+def test_dependencies(dsn, workers):
+    """A workflow drained by the workers (its order is checked in SQL by the caller), then a
+    cancelled job that buries the jobs after it."""
+    n = 100000
+
+    def step(conn, name, kind, after):
+        nonlocal n
+        n += 1
+        id = enqueue_after(conn, "jobs", {"n": n, "kind": kind}, after)
+        conn.execute("INSERT INTO enqueued VALUES (%s, %s, %s)", (id, n, kind))
+        conn.execute("INSERT INTO workflow VALUES (%s, %s, %s)", (id, name, after))
+        return id
+
+    # A fan-out and a fan-in in one transaction. The root is slow (2.5 s: time enough for idle
+    # workers to take a job after it too early); of the 16 after it, one fails once, one is slow.
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        with conn.transaction():
+            root = step(conn, "root", "slow", [])
+            fan_out = [step(conn, "fan-out", kind, [root]) for kind in ["flaky", "slow"] + ["plain"] * 14]
+            step(conn, "fan-in", "plain", fan_out)
+    drain(dsn, workers, "ran a workflow of 18 jobs (1, 16 after it, 1 after those)")
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT ck.create_queue('reports') WHERE to_regclass('reports') IS NULL")
+        extract = enqueue_after(conn, "reports", {"step": "extract"}, [])
+        load = enqueue_after(conn, "reports", {"step": "load"}, [extract])
+        notify = enqueue_after(conn, "reports", {"step": "notify"}, [load])
+        outcome = cancel(conn, extract)
+        reasons = [dead_reason(conn, "reports", id) for id in (load, notify)]
+        cancelled = f"dependency {extract} did not complete: cancelled"
+        tap(outcome == "cancelled" and reasons == [cancelled, f"dependency {load} did not complete: {cancelled}"],
+            f"python: ck.cancel of a job buries the job after it and the job after that, each with the reason"
+            f" in reports_dead ({reasons!r})")
+
+
 def test_prepare(dsn, tracked):
     """Through PgBouncer in transaction mode: psycopg prepares a statement on the server from its
     prepare_threshold-th execution (default 5); the next execution may land on another server
@@ -368,6 +423,8 @@ def main():
                 test_retry(args.dsn, args.workers)
             elif part == "unique":
                 test_unique(args.dsn, args.workers)
+            elif part == "dependencies":
+                test_dependencies(args.dsn, args.workers)
             elif part == "prepare":
                 test_prepare(args.dsn, args.tracked_prepares)
             else:

@@ -72,6 +72,25 @@ func cancelJob(ctx context.Context, db *pgxpool.Pool, id int64) (outcome string,
 	return outcome, err
 }
 
+// queryRower is a *pgxpool.Pool, a *pgxpool.Conn, a *pgx.Conn or a pgx.Tx.
+type queryRower interface {
+	QueryRow(ctx context.Context, sql string, args ...interface{}) pgx.Row
+}
+
+// enqueueAfter enqueues a job that waits until every job in after that is still in the queue has
+// completed; if one of them is buried or cancelled instead, so is this job, with the reason.
+func enqueueAfter(ctx context.Context, db queryRower, queue string, payload any, after []int64) (id int64, err error) {
+	err = db.QueryRow(ctx, `SELECT ck.enqueue($1, $2::jsonb, after => $3)`, queue, payload, after).Scan(&id)
+	return id, err
+}
+
+// deadReason says why job id is in the queue's dead letters (its last_error); pgx.ErrNoRows while it is not there.
+func deadReason(ctx context.Context, db queryRower, queue string, id int64) (reason string, err error) {
+	dead := pgx.Identifier{queue + "_dead"}.Sanitize()
+	err = db.QueryRow(ctx, `SELECT last_error FROM `+dead+` WHERE id = $1`, id).Scan(&reason)
+	return reason, err
+}
+
 // quoteLiteral quotes s as an SQL string literal (standard_conforming_strings is on).
 func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"

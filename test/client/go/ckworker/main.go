@@ -1,7 +1,7 @@
 // ckworker drives concurrency_kit from Go with pgx v4 and prints unnumbered TAP lines
 // ("ok - ...", "not ok - ...", "# ...") that test/client/lib/tap.sh numbers.
 //
-//	ckworker -parts queue,decrement,lock,retry,unique [-dsn DSN] [-workers 8]
+//	ckworker -parts queue,decrement,lock,retry,unique,dependencies [-dsn DSN] [-workers 8]
 //	ckworker -parts prepare,session,caches -dsn BOUNCER_DSN -direct DIRECT_DSN -session-dsn SESSION_POOL_DSN
 //
 // An empty DSN means the PG* environment variables. The database must have been set up with
@@ -85,6 +85,8 @@ func main() {
 			testRetry(ctx, pool, *workers)
 		case "unique":
 			testUnique(ctx, pool, *workers)
+		case "dependencies":
+			testDependencies(ctx, pool, *workers)
 		case "prepare":
 			testPrepare(ctx, *dsn, *tracked)
 		case "session":
@@ -100,8 +102,8 @@ func main() {
 	}
 }
 
-// testQueue runs the workers until the queue is empty; the outcome is checked in SQL by the caller.
-func testQueue(ctx context.Context, pool *pgxpool.Pool, workers int) {
+// drain runs work in goroutines until queue "jobs" is empty; one TAP line: what they did.
+func drain(ctx context.Context, pool *pgxpool.Pool, workers int, what string) {
 	started := time.Now()
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -119,11 +121,16 @@ func testQueue(ctx context.Context, pool *pgxpool.Pool, workers int) {
 			bad = append(bad, fmt.Sprintf("worker %d: %v", w+1, err))
 		}
 	}
-	tap(len(bad) == 0, "go: %d workers (pgxpool) drained the queue in %.1f s without an error", workers,
+	tap(len(bad) == 0, "go: %d workers (pgxpool) %s in %.1f s without an error", workers, what,
 		time.Since(started).Seconds())
 	for _, b := range bad {
 		note("%s", b)
 	}
+}
+
+// testQueue runs the workers until the queue is empty; the outcome is checked in SQL by the caller.
+func testQueue(ctx context.Context, pool *pgxpool.Pool, workers int) {
+	drain(ctx, pool, workers, "drained the queue")
 	tap(heartbeats.Load() > 0 && heartbeatsLost.Load() == 0,
 		"go: every heartbeat of the slow jobs (ck.extend_lease, %d in all) kept the lease", heartbeats.Load())
 	note("client connections: %d", pool.Stat().TotalConns())
