@@ -417,6 +417,9 @@ def generate(count, seed):
             cases.append(("(refill)",
                           "SELECT count(ck.enqueue('jobs', '{}', now(), g % 3)) FROM generate_series(1, 40) AS g; "
                           "SELECT count(ck.enqueue('mail')) FROM generate_series(1, 10); "
+                          # a job with a dependant completes: the departure trigger runs in every fuzz
+                          "WITH c AS (SELECT * FROM ck.claim('jobs')), d AS (SELECT ck.enqueue('jobs', after => "
+                          "ARRAY[c.id]) FROM c) SELECT count(ck.complete('jobs', c.id, c.lease_token)) FROM c, d; "
                           "SELECT ck.session_unlock_all();"))
             continue
         cases.append(case())
