@@ -18,6 +18,12 @@ Interval *finite_interval_arg(FunctionCallInfo fcinfo, int argno, const char *wh
 // A lease argument (ck.create_queue, the claims, ck.extend_lease): positive and finite.
 Interval *lease_arg(FunctionCallInfo fcinfo, int argno);
 
+// A lock wait's bound from interval argument argno, in milliseconds for lock_timeout: -1 when
+// NULL (no bound of the call's own), 0 for zero when zero_ok (else 22023 with hint, as for a
+// negative one), at least 1 otherwise; longer than lock_timeout's largest value, INT_MAX ms
+// (24.8 days), 'infinity' among them, gets that.
+int timeout_ms_arg(FunctionCallInfo fcinfo, int argno, bool zero_ok, const char *hint);
+
 // The interval's length in microseconds, a month counted as 30 days (as PostgreSQL does);
 // plus or minus HUGE_VAL for 'infinity' and '-infinity'.
 double interval_usecs(const Interval *iv);
