@@ -21,7 +21,7 @@ else
     exit 1
 fi
 setup_db "$db" 2000
-run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry unique
+run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry unique optimistic
 outcome_checks node 8
 readme_check node test/client/node/ckworker.js
 tap_done

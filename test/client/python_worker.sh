@@ -20,7 +20,7 @@ else
     exit 1
 fi
 setup_db "$db" 2000
-run_tap "python worker" 150 "$python" "$client_dir/python/ckworker.py" --workers 8 queue decrement lock retry unique
+run_tap "python worker" 150 "$python" "$client_dir/python/ckworker.py" --workers 8 queue decrement lock retry unique optimistic
 outcome_checks python 8
 readme_check python test/client/python/ckworker.py
 tap_done
