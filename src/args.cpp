@@ -22,6 +22,14 @@ void require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
         throw Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, fmt("%s must not be NULL", what));
 }
 
+Oid polymorphic_arg_type(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+    Oid type = get_fn_expr_argtype(fcinfo->flinfo, argno);
+    if (!OidIsValid(type))
+        throw Error(ERRCODE_INDETERMINATE_DATATYPE, fmt("could not determine the type of the %s", what));
+    return type;
+}
+
 Interval *interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok)
 {
     if (PG_ARGISNULL(argno))

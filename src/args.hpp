@@ -8,6 +8,9 @@ namespace ck {
 // Raises 22004 "<what> must not be NULL" when argument argno is NULL.
 void require_arg(FunctionCallInfo fcinfo, int argno, const char *what);
 
+// The actual type of the polymorphic argument argno (42P18 when the call does not say).
+Oid polymorphic_arg_type(FunctionCallInfo fcinfo, int argno, const char *what);
+
 // The interval argument argno, which must be > 0 (or >= 0 when zero_ok), else 22023; NULL
 // gives nullptr. 'infinity' (PostgreSQL 17+) passes: for a wait it means no bound of its own.
 Interval *interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok = false);

@@ -52,9 +52,7 @@ Call read_call(FunctionCallInfo fcinfo, int col_arg, int key_arg, int key_column
     c.relid = PG_GETARG_OID(0);
     c.column = NameStr(*PG_GETARG_NAME(col_arg));
     c.key = PG_GETARG_DATUM(key_arg);
-    c.key_type = get_fn_expr_argtype(fcinfo->flinfo, key_arg);
-    if (!OidIsValid(c.key_type))
-        throw ck::Error(ERRCODE_INDETERMINATE_DATATYPE, "could not determine the type of the key");
+    c.key_type = ck::polymorphic_arg_type(fcinfo, key_arg, "key");
     c.key_column = optional_name(fcinfo, key_column_arg);
     return c;
 }
@@ -133,14 +131,8 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         throw std::logic_error("not a conditional-change statement");
     }
 
-    Prepared p;
-    p.plan = ck::pg_call([&] { return ck::prepare_kept(sql.c_str(), nargs, types); });
-    p.table = r.table.name;
-    p.qualified = r.table.qualified;
-    p.column = r.column.name;
-    p.key_column = r.key.name;
-    p.key_type = call.key_type;
-    return p;
+    SPIPlanPtr plan = ck::pg_call([&] { return ck::prepare_kept(sql.c_str(), nargs, types); });
+    return ck::row_plan(plan, r.table, r.column, r.key, call.key_type);
 }
 
 const Prepared &prepared(StatementKind kind, const Call &call)

@@ -104,9 +104,7 @@ CK_FUNCTION(ck_lock_rows)
     Call call{};
     call.relid = PG_GETARG_OID(0);
     call.keys = PG_GETARG_DATUM(1);
-    call.keys_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
-    if (!OidIsValid(call.keys_type))
-        throw ck::Error(ERRCODE_INDETERMINATE_DATATYPE, "could not determine the type of the keys");
+    call.keys_type = ck::polymorphic_arg_type(fcinfo, 1, "keys");
     call.mode = &mode_arg(fcinfo, 2);
     call.ms = ck::timeout_ms_arg(fcinfo, 3, true, "'0' locks without waiting (NOWAIT); NULL waits as lock_timeout says.");
     call.key_column = PG_ARGISNULL(4) ? nullptr : NameStr(*PG_GETARG_NAME(4));

@@ -5,6 +5,19 @@
 
 namespace ck {
 
+Prepared row_plan(SPIPlanPtr plan, const TableRef &table, const ColumnRef &column, const ColumnRef &key,
+                  Oid key_type)
+{
+    Prepared p;
+    p.plan = plan;
+    p.table = table.name;
+    p.qualified = table.qualified;
+    p.column = column.name;
+    p.key_column = key.name;
+    p.key_type = key_type;
+    return p;
+}
+
 std::string key_text(Datum key, Oid key_type)
 {
     return pg_call([&] {

@@ -2,10 +2,15 @@
 #pragma once
 
 #include "plan_cache.hpp"
+#include "relation.hpp"
 
 #include <string>
 
 namespace ck {
+
+// A kept plan about one row of table, with what its messages name: column and key.
+Prepared row_plan(SPIPlanPtr plan, const TableRef &table, const ColumnRef &column, const ColumnRef &key,
+                  Oid key_type);
 
 // The key as text, for messages.
 std::string key_text(Datum key, Oid key_type);

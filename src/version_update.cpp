@@ -66,9 +66,7 @@ Call read_call(FunctionCallInfo fcinfo)
     Call c{};
     c.relid = PG_GETARG_OID(0);
     c.key = PG_GETARG_DATUM(1);
-    c.key_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
-    if (!OidIsValid(c.key_type))
-        throw ck::Error(ERRCODE_INDETERMINATE_DATATYPE, "could not determine the type of the key");
+    c.key_type = ck::polymorphic_arg_type(fcinfo, 1, "key");
     c.version = PG_GETARG_INT64(2);
     c.changes = PG_GETARG_JSONB_P(3);
     c.version_col = NameStr(*PG_GETARG_NAME(4));
@@ -138,14 +136,8 @@ Prepared build(const Call &call, StatementKind kind)
         nargs = 1;
     }
     Oid types[3] = {call.key_type, INT8OID, JSONBOID};
-    Prepared p;
-    p.plan = ck::pg_call([&] { return ck::prepare_kept(sql.c_str(), nargs, types); });
-    p.table = r.table.name;
-    p.qualified = r.table.qualified;
-    p.column = r.version.name;
-    p.key_column = r.key.name;
-    p.key_type = call.key_type;
-    return p;
+    SPIPlanPtr plan = ck::pg_call([&] { return ck::prepare_kept(sql.c_str(), nargs, types); });
+    return ck::row_plan(plan, r.table, r.version, r.key, call.key_type);
 }
 
 const Prepared &prepared(const Call &call, StatementKind kind)
