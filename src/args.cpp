@@ -60,14 +60,14 @@ Interval *lease_arg(FunctionCallInfo fcinfo, int argno)
                                "take a finite lease and renew it with ck.extend_lease.");
 }
 
-int timeout_ms_arg(FunctionCallInfo fcinfo, int argno, bool zero_ok, const char *hint)
+int timeout_ms_arg(FunctionCallInfo fcinfo, int argno, bool zero_ok, const char *detail)
 {
     if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
         return -1;
     double us = interval_usecs(PG_GETARG_INTERVAL_P(argno));
     if (us < 0 || (us == 0 && !zero_ok))
         throw Error(ERRCODE_INVALID_PARAMETER_VALUE, zero_ok ? "timeout must not be negative" : "timeout must be positive",
-                    "", hint);
+                    detail);
     if (us == 0)
         return 0;
     double ms = us / 1000.0;

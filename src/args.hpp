@@ -22,10 +22,10 @@ Interval *finite_interval_arg(FunctionCallInfo fcinfo, int argno, const char *wh
 Interval *lease_arg(FunctionCallInfo fcinfo, int argno);
 
 // A lock wait's bound from interval argument argno, in milliseconds for lock_timeout: -1 when
-// NULL (no bound of the call's own), 0 for zero when zero_ok (else 22023 with hint, as for a
+// NULL (no bound of the call's own), 0 for zero when zero_ok (else 22023 with detail, as for a
 // negative one), at least 1 otherwise; longer than lock_timeout's largest value, INT_MAX ms
 // (24.8 days), 'infinity' among them, gets that.
-int timeout_ms_arg(FunctionCallInfo fcinfo, int argno, bool zero_ok, const char *hint);
+int timeout_ms_arg(FunctionCallInfo fcinfo, int argno, bool zero_ok, const char *detail);
 
 // The interval's length in microseconds, a month counted as 30 days (as PostgreSQL does);
 // plus or minus HUGE_VAL for 'infinity' and '-infinity'.

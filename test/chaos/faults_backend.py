@@ -241,9 +241,10 @@ def cases():
              blocker=["SELECT FROM seats WHERE id = 1 FOR UPDATE"],
              followup="SELECT ck.transition('seats', 2, 'state', 'free', 'booked')"),
         Case("conditional change", "ck.update_if_version of a row locked by another session",
-             "SELECT ck.update_if_version('stock', 1, 0, '{}', 'qty')", lock_wait, ("statement_timeout", "cancel"),
-             blocker=["SELECT FROM stock WHERE sku = 1 FOR UPDATE"],
-             followup="SELECT ck.update_if_version('stock', 2, 0, '{}', 'qty')"),
+             # the version read first: an UPDATE waits only for a row its WHERE matches
+             "SELECT ck.update_if_version('stock', 1, (SELECT qty FROM stock WHERE sku = 1), '{}', 'qty')",
+             lock_wait, ("statement_timeout", "cancel"), blocker=["SELECT FROM stock WHERE sku = 1 FOR UPDATE"],
+             followup="SELECT ck.update_if_version('stock', 2, (SELECT qty FROM stock WHERE sku = 2), '{}', 'qty')"),
         Case("row locks", "ck.lock_rows of rows one of which another session has locked",
              "SELECT ck.lock_rows('stock', ARRAY[2, 1])", lock_wait, ("statement_timeout", "terminate"),
              blocker=["SELECT FROM stock WHERE sku = 1 FOR UPDATE"],

@@ -339,6 +339,10 @@ SCENARIOS = [
     "SELECT ck.transition('orders', o.id, 'state', o.state::text, {state}) FROM orders AS o WHERE o.id < {n} + 3",
     "SELECT ck.update_if_version('stock', s.sku, s.q8, jsonb_build_object('q4', s.q4 + 1), 'q8') FROM stock AS s WHERE s.sku < {n} + 3",
     "SELECT ck.lock_rows('stock', array_agg(s.sku ORDER BY random()), 'update', {iv}) FROM stock AS s WHERE s.sku < {n} + 5",
+    "SELECT ck.update_if_version_or_raise('stock', s.sku, s.q8, jsonb_build_object('q2', 1), 'q8') FROM stock AS s WHERE s.sku < {n} + 3",
+    "SELECT ck.version_guard_ddl('stock', 'q8')",
+    # the guard fires (ck.version_guard) on a plain UPDATE, all rolled back
+    "BEGIN; SELECT ck.add_version_guard('stock', 'q8'); UPDATE stock SET q4 = q4 WHERE sku = {n}; ROLLBACK",
     "SELECT * FROM stock AS s, LATERAL (SELECT ck.decrement('stock', 'q4', s.sku)) AS x WHERE s.sku = {n}",
     "SELECT ck.xact_lock(n.name, g) FROM ck.lock_namespaces AS n, generate_series(1, {n}) AS g",
     "SELECT ck.session_lock('outbox', g), ck.session_unlock('outbox', g) FROM generate_series(1, {n}) AS g",

@@ -315,7 +315,8 @@ async function testOptimistic(pool, workers) {
   await Promise.all(Array.from({ length: workers }, async (_, i) => {
     for (let k = 0; k < 5; k++) {
       try {
-        used += (await editProfile(pool, 1, visit, 100)).used;
+        const edited = await editProfile(pool, 1, visit, 100); // awaited first: += would read used before the wait
+        used += edited.used;
       } catch (e) {
         errors.push(`editor ${i + 1}: ${e.message}`);
       }
