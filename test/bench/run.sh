@@ -297,8 +297,11 @@ rule_row() {
         awk -v w="$workload" -v c="$clients" -v s="$seconds" -v oa="${cells[0]}" -v od="${cells[1]}" \
             -v pd="${cells[3]}" -v cd="${cells[5]}" 'BEGIN {
             printf "| %s | %d | %.0f | %.0f%% | %.0f | %.0f |\n", w, c, od / s, 100 * (oa - od) / oa, pd / s, cd / s }' | out
+        rule_points[$clients]+=$(awk -v s="$seconds" -v od="${cells[1]}" -v pd="${cells[3]}" -v cd="${cells[5]}" \
+            'BEGIN { printf " %.0f %.0f %.0f", od / s, pd / s, cd / s }')
     done
 }
+declare -A rule_points=()   # clients -> the successes/s of rule_row's cells, workload after workload, for the plot
 
 dropdb --if-exists ck_bench
 createdb ck_bench
@@ -609,6 +612,13 @@ Successes per second are counted in the table afterwards (versions bumped, units
 EOF
 rule_row "one hot row" 1
 rule_row "10,000" 10000
+plot_data=$(mktemp)
+for clients in 1 4 16; do echo "$clients${rule_points[$clients]}"; done >"$plot_data"
+if command -v gnuplot >/dev/null; then
+    gnuplot -e "data='$plot_data'; out='$here/optimistic.png'" "$here/optimistic.gp"
+    echo "plot: $here/optimistic.png"
+fi
+rm "$plot_data"
 fi
 
 if wanted overlaps; then
