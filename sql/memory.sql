@@ -67,3 +67,45 @@ SELECT mem_context_bytes() - :contexts_before AS context_growth,
 SELECT :context_growth < 65536 AS contexts_flat_after_200000_calls,
        :heap_growth_kb < 1024 AS heap_flat_after_200000_calls;
 SELECT sum(1000000000 - qty) AS units_taken FROM mem WHERE id > 0;
+
+-- Versioned updates and row locks: per call one versioned update that succeeds (the version
+-- just read), every tenth a stale one (NULL), one CK006 caught, and a row lock on two rows.
+CREATE TABLE mem_v (id int PRIMARY KEY, n int NOT NULL, version bigint NOT NULL DEFAULT 0);
+INSERT INTO mem_v SELECT g, 0 FROM generate_series(1, 1000) g;
+CREATE PROCEDURE mem_versions(calls int) LANGUAGE plpgsql AS $$
+DECLARE
+    k int;
+    v bigint;
+BEGIN
+    FOR i IN 1..calls LOOP
+        k := i % 1000 + 1;
+        SELECT version INTO v FROM mem_v WHERE id = k;
+        IF ck.update_if_version('mem_v', k, v, jsonb_build_object('n', i)) IS DISTINCT FROM v + 1 THEN
+            RAISE 'update_if_version: row % refused version % at call %', k, v, i;
+        END IF;
+        IF ck.lock_rows('mem_v', ARRAY[k % 1000 + 1, k]) <> 2 THEN
+            RAISE 'lock_rows: not two rows at call %', i;
+        END IF;
+        IF i % 10 = 0 THEN
+            IF ck.update_if_version('mem_v', k, v, '{"n": 0}') IS NOT NULL THEN
+                RAISE 'update_if_version: stale version % of row % accepted', v, k;
+            END IF;
+            BEGIN
+                PERFORM ck.update_if_version_or_raise('mem_v', k, v, '{"n": 0}');
+                RAISE 'update_if_version_or_raise: stale version accepted';
+            EXCEPTION WHEN SQLSTATE 'CK006' THEN NULL;
+            END;
+        END IF;
+        IF i % 1000 = 0 THEN
+            COMMIT;
+        END IF;
+    END LOOP;
+END $$;
+CALL mem_versions(5000);
+SELECT mem_context_bytes() AS contexts_before, mem_vmdata_kb() AS vmdata_before \gset
+CALL mem_versions(200000);
+SELECT mem_context_bytes() - :contexts_before AS context_growth,
+       mem_vmdata_kb() - :vmdata_before AS heap_growth_kb \gset
+SELECT :context_growth < 65536 AS contexts_flat_after_200000_versioned_calls,
+       :heap_growth_kb < 1024 AS heap_flat_after_200000_versioned_calls;
+SELECT sum(version) AS versions_taken FROM mem_v;

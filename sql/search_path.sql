@@ -149,6 +149,8 @@ BEGIN
     INSERT INTO shop.seats VALUES (1, 'free'), (2, 'held');
     CREATE TABLE shop.codes (code app.code PRIMARY KEY, label public.citext NOT NULL);
     INSERT INTO shop.codes VALUES ('7', 'New'), ('8', 'used');
+    CREATE TABLE shop.docs (code app.code PRIMARY KEY, body public.citext, n integer, version integer NOT NULL DEFAULT 1);
+    INSERT INTO shop.docs VALUES ('7', 'draft', 1);
     CREATE TABLE shop.tagged (tag public.citext PRIMARY KEY, uses integer NOT NULL);
     INSERT INTO shop.tagged VALUES ('Blue', 2);
     CREATE TABLE shop.bookings (id integer PRIMARY KEY, room integer, during tstzrange);

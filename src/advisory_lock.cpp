@@ -56,18 +56,10 @@ LOCKTAG tag_of(const Target &t)
     return tag;
 }
 
-// Milliseconds of a positive interval argument (NULL: -1, wait without a bound). A longer
-// one than lock_timeout's largest value, INT_MAX ms (24.8 days), 'infinity' among them, gets it.
+// Milliseconds of a positive timeout argument (NULL: -1, wait without a bound).
 int timeout_ms(FunctionCallInfo fcinfo, int argno)
 {
-    if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
-        return -1;
-    double us = ck::interval_usecs(PG_GETARG_INTERVAL_P(argno));
-    if (us <= 0)
-        throw ck::Error(ERRCODE_INVALID_PARAMETER_VALUE, "timeout must be positive",
-                        "Use ck.try_xact_lock to take a lock only if it is free.");
-    double ms = us / 1000.0;
-    return ms >= INT_MAX ? INT_MAX : std::max(1, static_cast<int>(ms + 0.999));
+    return ck::timeout_ms_arg(fcinfo, argno, false, "Use ck.try_xact_lock to take a lock only if it is free.");
 }
 
 // Waits for the lock; with a timeout, under lock_timeout set for this wait only (restored

@@ -5,7 +5,9 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include <algorithm>
 #include <cmath>
+#include <climits>
 
 #if PG_VERSION_NUM < 170000
 // Intervals have no infinities before PostgreSQL 17.
@@ -18,6 +20,14 @@ void require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 {
     if (PG_ARGISNULL(argno))
         throw Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, fmt("%s must not be NULL", what));
+}
+
+Oid polymorphic_arg_type(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+    Oid type = get_fn_expr_argtype(fcinfo->flinfo, argno);
+    if (!OidIsValid(type))
+        throw Error(ERRCODE_INDETERMINATE_DATATYPE, fmt("could not determine the type of the %s", what));
+    return type;
 }
 
 Interval *interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok)
@@ -48,6 +58,20 @@ Interval *lease_arg(FunctionCallInfo fcinfo, int argno)
     return finite_interval_arg(fcinfo, argno, "lease", false,
                                "A lease that never ends keeps the job from every other worker after a crash: "
                                "take a finite lease and renew it with ck.extend_lease.");
+}
+
+int timeout_ms_arg(FunctionCallInfo fcinfo, int argno, bool zero_ok, const char *detail)
+{
+    if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+        return -1;
+    double us = interval_usecs(PG_GETARG_INTERVAL_P(argno));
+    if (us < 0 || (us == 0 && !zero_ok))
+        throw Error(ERRCODE_INVALID_PARAMETER_VALUE, zero_ok ? "timeout must not be negative" : "timeout must be positive",
+                    detail);
+    if (us == 0)
+        return 0;
+    double ms = us / 1000.0;
+    return ms >= INT_MAX ? INT_MAX : std::max(1, static_cast<int>(ms + 0.999));
 }
 
 double interval_usecs(const Interval *iv)

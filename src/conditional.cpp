@@ -5,6 +5,7 @@
 #include "plan_cache.hpp"
 #include "qualify.hpp"
 #include "relation.hpp"
+#include "row_key.hpp"
 #include "spi.hpp"
 
 #include <stdexcept>
@@ -51,9 +52,7 @@ Call read_call(FunctionCallInfo fcinfo, int col_arg, int key_arg, int key_column
     c.relid = PG_GETARG_OID(0);
     c.column = NameStr(*PG_GETARG_NAME(col_arg));
     c.key = PG_GETARG_DATUM(key_arg);
-    c.key_type = get_fn_expr_argtype(fcinfo->flinfo, key_arg);
-    if (!OidIsValid(c.key_type))
-        throw ck::Error(ERRCODE_INDETERMINATE_DATATYPE, "could not determine the type of the key");
+    c.key_type = ck::polymorphic_arg_type(fcinfo, key_arg, "key");
     c.key_column = optional_name(fcinfo, key_column_arg);
     return c;
 }
@@ -132,31 +131,14 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         throw std::logic_error("not a conditional-change statement");
     }
 
-    Prepared p;
-    p.plan = ck::pg_call([&] { return ck::prepare_kept(sql.c_str(), nargs, types); });
-    p.table = r.table.name;
-    p.qualified = r.table.qualified;
-    p.column = r.column.name;
-    p.key_column = r.key.name;
-    p.key_type = call.key_type;
-    return p;
+    SPIPlanPtr plan = ck::pg_call([&] { return ck::prepare_kept(sql.c_str(), nargs, types); });
+    return ck::row_plan(plan, r.table, r.column, r.key, call.key_type);
 }
 
 const Prepared &prepared(StatementKind kind, const Call &call)
 {
     ck::PlanKey key(kind, call.relid, call.key_type, call.column, call.key_column);
     return ck::prepare_once(key, [&] { return build(key, call); });
-}
-
-// The key as text, for messages.
-std::string key_text(const Call &call)
-{
-    return ck::pg_call([&] {
-        Oid out;
-        bool varlena;
-        getTypeOutputInfo(call.key_type, &out, &varlena);
-        return OidOutputFunctionCall(out, call.key);
-    });
 }
 
 // The row's current value of the column as text; false when there is no such row.
@@ -184,15 +166,7 @@ Datum returned_numeric()
 // The message shared by all raising forms: "<table> <key>: ...".
 std::string row_label(const Prepared &p, const Call &call)
 {
-    return p.table + " " + key_text(call);
-}
-
-[[noreturn]] void raise_no_such_row(const Prepared &p, const Call &call)
-{
-    std::string key = key_text(call);
-    throw ck::Error(CK_ERRCODE_NO_SUCH_ROW, ck::fmt("%s %s: no such row", p.table.c_str(), key.c_str()),
-                    ck::fmt("No row of %s has %s = %s.", p.qualified.c_str(), p.key_column.c_str(),
-                            key.c_str()));
+    return p.table + " " + ck::key_text(call.key, call.key_type);
 }
 
 // Shared by the four counter functions; col 1, key 2, amount 3, bound 4 when increment.
@@ -222,7 +196,7 @@ Datum change_counter(FunctionCallInfo fcinfo, StatementKind kind, bool raise)
 
     std::string current;
     if (!current_value(call, &current))
-        raise_no_such_row(p, call);
+        ck::raise_no_such_row(p, ck::key_text(call.key, call.key_type));
     std::string label = row_label(p, call);
     if (increment) {
         const char *bound = ck::pg_call([&] { return DatumGetCString(DirectFunctionCall1(numeric_out, call.bound)); });
@@ -259,7 +233,7 @@ Datum change_state(FunctionCallInfo fcinfo, bool raise)
 
     std::string current;
     if (!current_value(call, &current))
-        raise_no_such_row(p, call);
+        ck::raise_no_such_row(p, ck::key_text(call.key, call.key_type));
     std::string label = row_label(p, call);
     std::string from = ck::pg_call([&] { return TextDatumGetCString(call.from_value); });
     throw ck::Error(CK_ERRCODE_WRONG_STATE,

@@ -1,5 +1,6 @@
 // The extension's own SQLSTATEs (class CK). Each is documented in the README and
-// classified 'conflict' by ck.sqlstate_action.
+// classified by ck.sqlstate_action: 'retry' for a stale version (re-read and re-apply),
+// 'conflict' for the others.
 #pragma once
 
 #include "pg.hpp"
@@ -14,3 +15,5 @@
 #define CK_ERRCODE_NO_SUCH_ROW MAKE_SQLSTATE('C', 'K', '0', '0', '4')
 // ck.complete_and_claim: the job's lease was lost (expired and re-claimed, or finished).
 #define CK_ERRCODE_LEASE_LOST MAKE_SQLSTATE('C', 'K', '0', '0', '5')
+// ck.update_if_version_or_raise: the row's version moved on since the caller read it.
+#define CK_ERRCODE_STALE_VERSION MAKE_SQLSTATE('C', 'K', '0', '0', '6')

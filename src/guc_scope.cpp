@@ -22,9 +22,16 @@ void pop_settings(int nest)
 
 int push_lock_timeout(int ms)
 {
+    int nest = NewGUCNestLevel();
+    reset_lock_timeout(ms);
+    return nest;
+}
+
+void reset_lock_timeout(int ms)
+{
     char value[32];
     snprintf(value, sizeof value, "%d", ms < 1 ? 1 : ms);
-    return push_settings({{"lock_timeout", value}});
+    (void) set_config_option("lock_timeout", value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 }
 
 } // namespace ck

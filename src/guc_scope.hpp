@@ -19,4 +19,8 @@ void pop_settings(int nest);
 // push_settings for lock_timeout = ms (at least 1).
 int push_lock_timeout(int ms);
 
+// lock_timeout = ms (at least 1) again, inside the nest level push_lock_timeout made: for a
+// budget shared by several waits.
+void reset_lock_timeout(int ms);
+
 } // namespace ck

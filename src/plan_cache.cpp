@@ -13,8 +13,8 @@ extern "C" {
 
 namespace ck {
 
-PlanKey::PlanKey(StatementKind k, Oid rel, Oid ktype, const char *col, const char *keycol)
-    : kind(k), relid(rel), key_type(ktype)
+PlanKey::PlanKey(StatementKind k, Oid rel, Oid ktype, const char *col, const char *keycol, std::string cols)
+    : kind(k), relid(rel), key_type(ktype), columns(std::move(cols))
 {
     std::memset(&column, 0, sizeof column);
     std::memset(&key_column, 0, sizeof key_column);
@@ -27,7 +27,7 @@ bool PlanKey::operator==(const PlanKey &o) const
 {
     return kind == o.kind && relid == o.relid && key_type == o.key_type &&
            std::strcmp(NameStr(column), NameStr(o.column)) == 0 &&
-           std::strcmp(NameStr(key_column), NameStr(o.key_column)) == 0;
+           std::strcmp(NameStr(key_column), NameStr(o.key_column)) == 0 && columns == o.columns;
 }
 
 namespace {
@@ -38,8 +38,10 @@ struct PlanKeyHash {
         uint32 h = hash_bytes_uint32(k.relid) ^ (static_cast<uint32>(k.kind) << 24) ^ k.key_type;
         h = hash_combine(h, hash_bytes(reinterpret_cast<const unsigned char *>(NameStr(k.column)),
                                        static_cast<int>(std::strlen(NameStr(k.column)))));
-        return hash_combine(h, hash_bytes(reinterpret_cast<const unsigned char *>(NameStr(k.key_column)),
-                                          static_cast<int>(std::strlen(NameStr(k.key_column)))));
+        h = hash_combine(h, hash_bytes(reinterpret_cast<const unsigned char *>(NameStr(k.key_column)),
+                                       static_cast<int>(std::strlen(NameStr(k.key_column)))));
+        return hash_combine(h, hash_bytes(reinterpret_cast<const unsigned char *>(k.columns.data()),
+                                          static_cast<int>(k.columns.size())));
     }
 };
 

@@ -60,6 +60,9 @@ enum class StatementKind : uint8_t {
     NextDueOf,       // the same over given priorities
     NamespaceLookup,
     NamespaceRegister,
+    VersionUpdate,   // ck.update_if_version: one plan per table and set of changed columns
+    ReadVersion,     // a row's current version, for the stale error
+    LockRows,        // ck.lock_rows: one plan per table, key type and mode
 };
 
 struct PlanKey {
@@ -68,8 +71,9 @@ struct PlanKey {
     Oid key_type;         // type of the key argument as the caller passed it
     NameData column;
     NameData key_column;  // empty: the primary key
+    std::string columns;  // more column names, each ended by '\0' (the columns an update sets)
 
-    PlanKey(StatementKind k, Oid rel, Oid ktype, const char *col, const char *keycol);
+    PlanKey(StatementKind k, Oid rel, Oid ktype, const char *col, const char *keycol, std::string cols = {});
     bool operator==(const PlanKey &o) const;
 };
 

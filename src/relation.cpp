@@ -164,27 +164,48 @@ const char *operator_sql(const EqualityOperator &op)
 
 } // namespace
 
-const char *key_match_sql(const ColumnRef &key, Oid param_type, int param_no)
+// "key = $n", or "key = ANY ($n)" when any (param_type is then the array's element type).
+static const char *key_match(const ColumnRef &key, Oid param_type, int param_no, bool any)
 {
+    const char *param = any ? psprintf("ANY ($%d)", param_no) : psprintf("$%d", param_no);
     EqualityOperator key_eq = default_equality_operator(key.type);
     const char *eq = operator_sql(key_eq);
     if (param_type == key.type)
-        return psprintf("%s %s $%d", key.sql, eq, param_no);
+        return psprintf("%s %s %s", key.sql, eq, param);
     if (key_eq.schema == PG_CATALOG_NAMESPACE) {
         List *name = list_make2(makeString(pstrdup("pg_catalog")), makeString(pstrdup("=")));
         Operator op = oper(make_parsestate(nullptr), name, key.type, param_type, true, -1);
         if (op != nullptr) {
             ReleaseSysCache(op);
-            return psprintf("%s OPERATOR(pg_catalog.=) $%d", key.sql, param_no);
+            return psprintf("%s OPERATOR(pg_catalog.=) %s", key.sql, param);
         }
     }
     if (can_coerce_type(1, &param_type, &key.type, COERCION_ASSIGNMENT))
-        return psprintf("%s %s $%d::%s", key.sql, eq, param_no, key.type_sql);
+        return any ? psprintf("%s %s ANY ($%d::%s[])", key.sql, eq, param_no, key.type_sql)
+                   : psprintf("%s %s $%d::%s", key.sql, eq, param_no, key.type_sql);
     ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                    errmsg("key of type %s does not match column \"%s\" of type %s",
-                           format_type_be(param_type), key.name, key.type_display),
-                    errhint("Pass the key as %s.", key.type_display)));
+                    errmsg("key%s of type %s do%s not match column \"%s\" of type %s", any ? "s" : "",
+                           format_type_be(param_type), any ? "" : "es", key.name, key.type_display),
+                    errhint("Pass the key%s as %s.", any ? "s" : "", key.type_display)));
     return nullptr;
+}
+
+const char *key_match_sql(const ColumnRef &key, Oid param_type, int param_no)
+{
+    return key_match(key, param_type, param_no, false);
+}
+
+const char *key_in_array_sql(const ColumnRef &key, Oid array_type, int param_no)
+{
+    Oid element = get_element_type(array_type);
+    if (!OidIsValid(element))
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH), errmsg("keys must be an array")));
+    return key_match(key, element, param_no, true);
+}
+
+bool is_version_type(Oid type)
+{
+    return type == INT2OID || type == INT4OID || type == INT8OID;
 }
 
 const char *equality_operator_sql(Oid type)

@@ -51,4 +51,11 @@ ColumnRef key_column_ref(const TableRef &table, const char *key_column);
 // to the key's type when an assignment cast exists; 42804 otherwise.
 const char *key_match_sql(const ColumnRef &key, Oid param_type, int param_no);
 
+// "key = ANY ($n)" for a parameter of the array type array_type, matched as key_match_sql
+// matches one of its elements (an array cast to the key's array type when needed).
+const char *key_in_array_sql(const ColumnRef &key, Oid array_type, int param_no);
+
+// A version column's type (of its base type, for a domain): smallint, integer or bigint.
+bool is_version_type(Oid type);
+
 } // namespace ck

@@ -43,10 +43,7 @@ namespace {
 template <typename Execute>
 uint64 counted(Execute execute)
 {
-    struct Depth {
-        Depth() { executing++; }
-        ~Depth() { executing--; }
-    } depth;
+    PlanExecution depth;
     int rc = pg_call([&] { return execute(); });
     if (rc < 0)
         throw std::runtime_error(SPI_result_code_string(rc));
@@ -83,6 +80,16 @@ void execute_sql(const char *sql)
 int plans_executing()
 {
     return executing;
+}
+
+PlanExecution::PlanExecution()
+{
+    executing++;
+}
+
+PlanExecution::~PlanExecution()
+{
+    executing--;
 }
 
 Datum result_datum(uint64 row, int col, bool *isnull)

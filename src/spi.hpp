@@ -32,6 +32,15 @@ void execute_sql(const char *sql);
 // How many execute_plan calls are under way in this backend (a trigger may call us again).
 int plans_executing();
 
+// Counts an execution of a kept plan that does not go through execute_plan (a cursor) in
+// plans_executing for its lifetime, so the plan cache frees no plan under it.
+struct PlanExecution {
+    PlanExecution();
+    ~PlanExecution();
+    PlanExecution(const PlanExecution &) = delete;
+    PlanExecution &operator=(const PlanExecution &) = delete;
+};
+
 // Column col (1-based) of result row `row` of the last execution.
 Datum result_datum(uint64 row, int col, bool *isnull);
 

@@ -21,6 +21,7 @@ const char *action_for(int code)
     switch (code) {
     case ERRCODE_T_R_SERIALIZATION_FAILURE:
     case ERRCODE_T_R_DEADLOCK_DETECTED:
+    case CK_ERRCODE_STALE_VERSION:   // re-read the row, re-apply the change
         return "retry";
     case ERRCODE_LOCK_NOT_AVAILABLE:
         return "busy";

@@ -145,4 +145,5 @@ exec unshare --mount --propagation private bash -c '
     env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
     NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     CI="${CI:-}" CK_PG="$major" CK_PORT="${CK_PORT:-$port}" CK_IN_ROOT=1 CK_BENCH_ONLY="${CK_BENCH_ONLY:-}" \
+    CK_BENCH_SECONDS="${CK_BENCH_SECONDS:-}" \
     bash -c 'cd /work/concurrency_kit && exec bash test/run.sh "$1"' run "$mode"

@@ -254,8 +254,8 @@ backend_memory() {
                    (SELECT * FROM memory_samples ORDER BY calls DESC LIMIT 1) AS last" | out
 }
 
-# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits dependencies lock overlaps
-# latency size memory) is unset or names SECTION.
+# wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits
+# dependencies lock optimistic overlaps latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -275,6 +275,33 @@ clause_cost() {
         rm -r "$logs"
     done
 }
+
+# rule_row WORKLOAD ROWS: the seed's rule of thumb on the first ROWS rows of docs at 1, 4 and 16 clients,
+# synchronous_commit off, one run each: successes per second of optimistic attempts (read the version, then
+# ck.update_if_version: a stale one changes nothing and the client's next attempt reads again), of pessimistic ones
+# (SELECT ... FOR NO KEY UPDATE, then UPDATE, one transaction) and of conditional ones (ck.try_decrement), and the
+# share of optimistic attempts that were stale. Successes are counted in the table (versions bumped, stock taken),
+# attempts by pgbench.
+rule_row() {
+    local workload=$1 rows=$2 clients script attempts done
+    local -a cells
+    for clients in 1 4 16; do
+        cells=()
+        for script in version_ck.sql version_pessimistic.sql version_conditional.sql; do
+            sql -f "$here/version_setup.sql" -c CHECKPOINT >/dev/null
+            attempts=$(pgbench_run "$script" "$clients" off -D rows="$rows" |
+                awk -F': ' '/^number of transactions actually processed/ { print $2 }')
+            done=$(value -c "SELECT sum(version - 1) + sum(1000000000 - qty) FROM docs")
+            cells+=("$attempts" "$done")
+        done
+        awk -v w="$workload" -v c="$clients" -v s="$seconds" -v oa="${cells[0]}" -v od="${cells[1]}" \
+            -v pd="${cells[3]}" -v cd="${cells[5]}" 'BEGIN {
+            printf "| %s | %d | %.0f | %.0f%% | %.0f | %.0f |\n", w, c, od / s, 100 * (oa - od) / oa, pd / s, cd / s }' | out
+        rule_points[$clients]+=$(awk -v s="$seconds" -v od="${cells[1]}" -v pd="${cells[3]}" -v cd="${cells[5]}" \
+            'BEGIN { printf " %.0f %.0f %.0f", od / s, pd / s, cd / s }')
+    done
+}
+declare -A rule_points=()   # clients -> the successes/s of rule_row's cells, workload after workload, for the plot
 
 dropdb --if-exists ck_bench
 createdb ck_bench
@@ -566,6 +593,34 @@ compare lock "advisory lock by number, random keys" "handwritten ck ck handwritt
 compare lock "advisory lock by number, one key" "handwritten ck ck handwritten" keys=1
 compare lock "advisory lock by name, random keys" "handwritten ck_name ck_name handwritten" keys=1000000
 compare lock "advisory lock by name, one key" "handwritten ck_name ck_name handwritten" keys=1
+fi
+
+if wanted optimistic; then
+client_counts=(1 4)
+compare version "optimistic: read, then a versioned update; one hot row" "handwritten ck ck handwritten" rows=1
+compare version "optimistic: read, then a versioned update; 10,000 rows" "handwritten ck ck handwritten" rows=10000
+out <<EOF
+
+## Optimistic, pessimistic or conditional: the seed's rule of thumb
+
+One change per attempt to a row picked at random among the first rows of a table, synchronous_commit off, one
+${seconds} s run per cell. **optimistic**: read the version, then \`ck.update_if_version\`; a stale attempt changes
+nothing and is retried by the client's next attempt (stale = the share of attempts that were). **pessimistic**:
+\`SELECT ... FOR NO KEY UPDATE\`, then \`UPDATE\`, in one transaction. **conditional**: one \`ck.try_decrement\`.
+Successes per second are counted in the table afterwards (versions bumped, units taken), not from pgbench.
+
+| rows | clients | optimistic successes/s | stale | pessimistic successes/s | conditional successes/s |
+|---|---:|---:|---:|---:|---:|
+EOF
+rule_row "one hot row" 1
+rule_row "10,000" 10000
+plot_data=$(mktemp)
+for clients in 1 4 16; do echo "$clients${rule_points[$clients]}"; done >"$plot_data"
+if command -v gnuplot >/dev/null; then
+    gnuplot -e "data='$plot_data'; out='$here/optimistic.png'" "$here/optimistic.gp"
+    echo "plot: $here/optimistic.png"
+fi
+rm "$plot_data"
 fi
 
 if wanted overlaps; then

@@ -142,7 +142,7 @@ BAD_SQLS = ["NULL", "''", "' ; '", "'COMMIT'", "'ROLLBACK'", "'SAVEPOINT a'", "'
 ISOLATIONS = ["'serializable'", "'read committed'", "'repeatable read'", "'SERIALIZABLE'"]
 BAD_ISOLATIONS = ["NULL", "''", "'read uncommitted'", "'snapshot'", "' serializable'",
                   "'serializable; drop'", "repeat('s', 5000)"]
-SQLSTATES = ["'40001'", "'40P01'", "'55P03'", "'23505'", "'23P01'", "'CK001'", "'CK005'", "'22004'"]
+SQLSTATES = ["'40001'", "'40P01'", "'55P03'", "'23505'", "'23P01'", "'CK001'", "'CK005'", "'CK006'", "'22004'"]
 BAD_SQLSTATES = ["NULL", "''", "'abcde'", "'4000'", "'400011'", "'XX000'", "'00000'", "'é1234'",
                  "'40 01'", "'ck001'", "repeat('4', 1000)"]
 QUEUE_NAMES = ["'q_new'", "'public.q_new2'", "'pg_temp.q_tmp'"]
@@ -155,6 +155,18 @@ BAD_SCHEMAS = ["'pg_catalog'", "'nope'", "''", "'information_schema'", "'pg_toas
 CONSTRAINT_NAMES = ["NULL", "'g1'"]
 BAD_CONSTRAINT_NAMES = ["''", "'bookings_during_no_overlap'", "repeat('c', 100)", "'stock_pkey'",
                         "'\"quoted\"'"]
+VERSIONS = ["10", "11", "0", "(SELECT q8 FROM stock WHERE sku = 1)"]
+CHANGES = ["'{}'", "'{\"q4\": 5}'", "'{\"status\": \"held\", \"label\": \"x\"}'", "'{\"state\": \"booked\"}'",
+           "jsonb_build_object('qn', 1.5, 'code', NULL)"]
+BAD_CHANGES = ["NULL", "'null'", "'[1]'", "'\"q4\"'", "'{\"sku\": 1}'", "'{\"q8\": 1}'", "'{\"nope\": 1}'",
+               "'{\"ctid\": 1}'", "'{\"q4\": \"x\"}'", "'{\"label\": \"far too long\"}'", "'{\"q2\": 99999}'",
+               "'{\"q4; DROP TABLE stock\": 1}'", "'{\"state\": {\"a\": 1}}'", "jsonb_build_object(repeat('x', 200), 1)"]
+KEY_ARRAYS = ["ARRAY[1, 2, 3]", "ARRAY[3, 1]", "'{}'::int[]", "ARRAY[1]::bigint[]", "ARRAY[2]::smallint[]",
+              "ARRAY(SELECT sku FROM stock ORDER BY random() LIMIT 5)"]
+BAD_KEY_ARRAYS = ["NULL", "NULL::int[]", "ARRAY[NULL::int]", "'{{1,2},{3,4}}'::int[]", "'[5:7]={1,2,3}'::int[]",
+                  "ARRAY['x']", "ARRAY[1.5]", "ARRAY[now()]", "ARRAY[2147483647]", "'{}'::text[]"]
+LOCK_MODES = ["'no key update'", "'update'", "'share'", "'key share'", "'NO KEY UPDATE'"]
+BAD_LOCK_MODES = ["NULL", "''", "'exclusive'", "'for update'", "'nokeyupdate'", "repeat('x', 10000)", "'update;'"]
 MAX_PAIRS = ["1", "10", "1000"]
 BAD_MAX_PAIRS = ["NULL", "0", "-1", "2147483647"]
 
@@ -222,6 +234,19 @@ def state_args():
                 pick(STATES, BAD_TEXTS)], lambda: pick(NAMES, BAD_NAMES))
 
 
+def version_args():
+    if rng.random() < 0.5:
+        return opt(["'stock'", key_for("'stock'"), pick(VERSIONS, BAD_BIGINTS), pick(CHANGES, BAD_CHANGES), "'q8'"],
+                   lambda: pick(["NULL", "'sku'", "'code'"], BAD_NAMES))
+    return opt([rel(), pick(KEYS, BAD_KEYS), pick(VERSIONS, BAD_BIGINTS), pick(CHANGES, BAD_CHANGES)],
+               lambda: pick(["'q8'", "'q2'", "'q4'"], BAD_NAMES, NAMES), lambda: pick(NAMES, BAD_NAMES))
+
+
+def lock_args():
+    return opt([rel(), pick(KEY_ARRAYS, BAD_KEY_ARRAYS)], lambda: pick(LOCK_MODES, BAD_LOCK_MODES),
+               lambda: pick(WAITS, BAD_INTERVALS), lambda: pick(["'code'", "'sku'", "NULL"], BAD_NAMES, NAMES))
+
+
 # name -> (builder of the argument list, returns a set, needs a rolled-back transaction)
 FUNCS = {
     "try_decrement": (lambda: counter_args(False), False, False),
@@ -230,6 +255,12 @@ FUNCS = {
     "increment": (lambda: counter_args(True), False, False),
     "transition": (lambda: state_args(), False, False),
     "transition_or_raise": (lambda: state_args(), False, False),
+    "update_if_version": (lambda: version_args(), False, False),
+    "update_if_version_or_raise": (lambda: version_args(), False, False),
+    "version_guard": (lambda: [], False, False),
+    "version_guard_ddl": (lambda: opt([rel()], lambda: pick(["'q8'", "'q4'", "'q2'"], BAD_NAMES, NAMES)), False, False),
+    "add_version_guard": (lambda: opt([rel()], lambda: pick(["'q8'", "'q4'", "'q2'"], BAD_NAMES, NAMES)), False, True),
+    "lock_rows": (lambda: lock_args(), False, False),
     "sqlstate_action": (lambda: [pick(SQLSTATES, BAD_SQLSTATES)], False, False),
     "queues_changed": (lambda: [], False, False),
     "notify_queue": (lambda: [], False, False),
@@ -309,6 +340,12 @@ SCENARIOS = [
     "SELECT ck.try_decrement('stock', {col}, s.sku, {amount}) FROM stock AS s WHERE s.sku < {n} + 3",
     "SELECT ck.try_increment('stock', {col}, s.sku, {amount}, {bound}) FROM stock AS s WHERE s.sku > 1000",
     "SELECT ck.transition('orders', o.id, 'state', o.state::text, {state}) FROM orders AS o WHERE o.id < {n} + 3",
+    "SELECT ck.update_if_version('stock', s.sku, s.q8, jsonb_build_object('q4', s.q4 + 1), 'q8') FROM stock AS s WHERE s.sku < {n} + 3",
+    "SELECT ck.lock_rows('stock', array_agg(s.sku ORDER BY random()), 'update', {iv}) FROM stock AS s WHERE s.sku < {n} + 5",
+    "SELECT ck.update_if_version_or_raise('stock', s.sku, s.q8, jsonb_build_object('q2', 1), 'q8') FROM stock AS s WHERE s.sku < {n} + 3",
+    "SELECT ck.version_guard_ddl('stock', 'q8')",
+    # the guard fires (ck.version_guard) on a plain UPDATE, all rolled back
+    "BEGIN; SELECT ck.add_version_guard('stock', 'q8'); UPDATE stock SET q4 = q4 WHERE sku = {n}; ROLLBACK",
     "SELECT * FROM stock AS s, LATERAL (SELECT ck.decrement('stock', 'q4', s.sku)) AS x WHERE s.sku = {n}",
     "SELECT ck.xact_lock(n.name, g) FROM ck.lock_namespaces AS n, generate_series(1, {n}) AS g",
     "SELECT ck.session_lock('outbox', g), ck.session_unlock('outbox', g) FROM generate_series(1, {n}) AS g",

@@ -10,7 +10,7 @@
 -- that does not exist, 42809 for one of the wrong kind, 42703 for a missing column, 42804 for
 -- a wrong type, 42P10 for a key that does not address one row, 42501 for a missing right,
 -- 0A000 for what PostgreSQL does not support (another session's temporary table), the
--- domain codes CK001-CK005, and PostgreSQL's own codes for errors of the statement run.
+-- domain codes CK001-CK006, and PostgreSQL's own codes for errors of the statement run.
 
 -- Set-up: more tables of the kinds a call may meet.
 CREATE TEMP TABLE my_tmp (id integer PRIMARY KEY, q4 integer NOT NULL DEFAULT 10, during tstzrange);
@@ -195,6 +195,58 @@ SELECT ck.transition('gen', 1, 'b', '2', '4'); -- expect: 428C9
 SELECT ck.transition('stock_v', 1, 'state', 'free', 'held'); -- expect: 42809
 SELECT ck.transition('orders', '1'::text, 'state', 'free', 'held'); -- expect: 42804
 SELECT ck.transition('orders', 1, 'state', 'free', 'held', 'note'); -- expect: 42P10
+-- versioned updates (q8 as the version: 10 on rows 1-100; q2 of row 1003 is at the smallint maximum now)
+SELECT ck.update_if_version(NULL, 1, 10, '{}', 'q8'); -- expect: 22004
+SELECT ck.update_if_version('stock', NULL::integer, 10, '{}', 'q8'); -- expect: 22004
+SELECT ck.update_if_version('stock', 1, NULL, '{}', 'q8'); -- expect: 22004
+SELECT ck.update_if_version('stock', 1, 10, NULL, 'q8'); -- expect: 22004
+SELECT ck.update_if_version('stock', 1, 10, '{}', NULL); -- expect: 22004
+SELECT ck.update_if_version('stock', 1, 10, '[]', 'q8'); -- expect: 22023
+SELECT ck.update_if_version('stock', 1, 10, 'null', 'q8'); -- expect: 22023
+SELECT ck.update_if_version('stock', 1, 10, '{"sku": 2}', 'q8'); -- expect: 22023
+SELECT ck.update_if_version('stock', 1, 10, '{"q8": 2}', 'q8'); -- expect: 22023
+SELECT ck.update_if_version('stock', 1, 10, '{"nope": 2}', 'q8'); -- expect: 42703
+SELECT ck.update_if_version('stock', 1, 10, '{"xmin": 2}', 'q8'); -- expect: 42703
+SELECT ck.update_if_version('stock', 1, 10, '{"q4; DROP TABLE stock": 2}', 'q8'); -- expect: 42703
+SELECT ck.update_if_version('stock', 1, 10, '{}'); -- expect: 42703
+SELECT ck.update_if_version('stock', 1, 10, '{"q4": 1}', 'code'); -- expect: 42804
+SELECT ck.update_if_version('stock', 1, 10, '{"q4": 1}', 'q8', 'q4'); -- expect: 42P10
+SELECT ck.update_if_version('gen', 1, 1, '{"b": 2}', 'a'); -- expect: 428C9
+SELECT ck.update_if_version('stock', 1, 10, '{"label": "xxxxxxxxx"}', 'q8'); -- expect: 22001
+SELECT ck.update_if_version('stock', 1, 10, '{"state": "nope"}', 'q8'); -- expect: 22P02
+SELECT ck.update_if_version('stock', 1, 10, '{"q2": 99999}', 'q8'); -- expect: 22003
+SELECT ck.update_if_version('stock', 1003, 32767, '{}', 'q2'); -- expect: 22003
+SELECT ck.update_if_version('stock_v', 1, 10, '{}', 'q8'); -- expect: 42809
+SELECT ck.update_if_version(:'other_tmp', 1, 10, '{}', 'q4'); -- expect: 42501|0A000
+SELECT ck.update_if_version('"Weird Table"', 1, 9, '{"sta\"te": "c"}', 'Q ty'); -- expect: = 10
+SELECT ck.update_if_version('stock', 2, 10, '{"status": "held", "qd": 3}', 'q8'); -- expect: = 11
+SELECT ck.update_if_version('stock', 2, 10, '{"status": "lost"}', 'q8'); -- expect: = <NULL>
+SELECT ck.update_if_version_or_raise('stock', 2, 10, '{}', 'q8'); -- expect: CK006
+SELECT ck.update_if_version_or_raise('stock', 999999, 10, '{}', 'q8'); -- expect: CK004
+SELECT ck.update_if_version_or_raise(NULL, 2, 11, '{}', 'q8'); -- expect: 22004
+SELECT ck.version_guard_ddl(NULL); -- expect: 22004
+SELECT ck.version_guard_ddl('stock', 'code'); -- expect: 42804
+SELECT ck.version_guard_ddl('stock', 'nope'); -- expect: 42703
+SELECT ck.version_guard_ddl('stock_v', 'q8'); -- expect: 42809
+SELECT ck.add_version_guard('stock', NULL); -- expect: 22004
+SELECT ck.add_version_guard('stock', 'state'); -- expect: 42804
+SELECT ck.version_guard(); -- expect: 09000|0A000
+-- row locks
+SELECT ck.lock_rows(NULL, ARRAY[1]); -- expect: 22004
+SELECT ck.lock_rows('stock', NULL::integer[]); -- expect: 22004
+SELECT ck.lock_rows('stock', ARRAY[1, NULL]); -- expect: 22004
+SELECT ck.lock_rows('stock', ARRAY[1], NULL); -- expect: 22004
+SELECT ck.lock_rows('stock', ARRAY[1], 'exclusive'); -- expect: 22023
+SELECT ck.lock_rows('stock', ARRAY[1], repeat('x', 10000)); -- expect: 22023
+SELECT ck.lock_rows('stock', ARRAY[1], 'no key update', '-1 second'); -- expect: 22023
+SELECT ck.lock_rows('stock', ARRAY['x']); -- expect: 42804
+SELECT ck.lock_rows('stock', ARRAY[1], key_column => 'q8'); -- expect: 42P10
+SELECT ck.lock_rows('stock_v', ARRAY[1]); -- expect: 42809
+SELECT ck.lock_rows(:'other_tmp', ARRAY[1]); -- expect: 42501|0A000
+SELECT ck.lock_rows('stock', '{{1,2},{3,4}}'::integer[]); -- expect: = 4
+SELECT ck.lock_rows('stock', ARRAY[3, 1, 2, 999999]); -- expect: = 3
+SELECT ck.lock_rows('stock', ARRAY['sku-1', 'sku-2'], 'update', '0', 'code'); -- expect: = 2
+SELECT ck.lock_rows('"Weird Table"', ARRAY[1], 'key share', '1 second'); -- expect: = 1
 
 ------------------------------------------------------------------------------------------
 -- Error classification

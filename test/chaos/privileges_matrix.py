@@ -42,6 +42,7 @@ RIGHTS = {
     "SELECT on app.mail_dead": ("GRANT SELECT ON app.mail_dead TO {u}", None),
     "INSERT on app.mail_dead": ("GRANT INSERT ON app.mail_dead TO {u}", None),
     "DELETE on app.mail_dead": ("GRANT DELETE ON app.mail_dead TO {u}", None),
+    "TRIGGER on app.stock": ("GRANT TRIGGER ON app.stock TO {u}", None),
     "ownership (member of the owner role)": ("GRANT {o} TO {u}", None),
     "SELECT on ck.lock_namespaces (PUBLIC)": (None, "REVOKE SELECT ON ck.lock_namespaces FROM PUBLIC"),
     "INSERT on ck.lock_namespaces (PUBLIC)": (None, "REVOKE INSERT ON ck.lock_namespaces FROM PUBLIC"),
@@ -55,6 +56,7 @@ COLUMN_RIGHTS = {
     "UPDATE (qty) on app.stock": "GRANT UPDATE (qty) ON app.stock TO {u}",
     "UPDATE (state) on app.stock": "GRANT UPDATE (state) ON app.stock TO {u}",
     "UPDATE (code) on app.stock": "GRANT UPDATE (code) ON app.stock TO {u}",
+    "SELECT (sku) on app.stock": "GRANT SELECT (sku) ON app.stock TO {u}",
 }
 # Before every cell: USER holds nothing, PUBLIC holds the extension's defaults.
 RESET = """RESET ROLE;
@@ -101,6 +103,26 @@ FUNCS = [
       ["USAGE on schema app", "SELECT (sku, state) on app.stock", "UPDATE (state) on app.stock"]}),
     ("transition_or_raise", STOCK, "SELECT ck.transition_or_raise(:stock::regclass, 1, 'state', 'a', 'a')",
      "UPDATE app.stock SET state = 'a' WHERE sku = 1 AND state = 'a'", "", {}),
+    # qty as the version (set to 1000000 first, so the call changes the row: rolled back); the
+    # plain UPDATE reads sku and qty and writes state and qty, as ck's does.
+    ("update_if_version", STOCK,
+     "BEGIN; SELECT ck.update_if_version(:stock::regclass, 1, 1000000, '{\"state\": \"a\"}', 'qty') = 1000001",
+     "UPDATE app.stock SET state = 'a', qty = qty + 1 WHERE sku = 1 AND qty = 1000000 RETURNING qty",
+     "UPDATE app.stock SET qty = 1000000 WHERE sku = 1;",
+     {"column rights only: SELECT (sku, qty), UPDATE (qty)":
+      ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock"],
+      "column rights only: SELECT (sku, qty), UPDATE (qty), UPDATE (state)":
+      ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock",
+       "UPDATE (state) on app.stock"]}),
+    ("update_if_version_or_raise", STOCK,
+     "BEGIN; SELECT ck.update_if_version_or_raise(:stock::regclass, 1, 1000000, '{\"state\": \"a\"}', 'qty')",
+     "UPDATE app.stock SET state = 'a', qty = qty + 1 WHERE sku = 1 AND qty = 1000000 RETURNING qty",
+     "UPDATE app.stock SET qty = 1000000 WHERE sku = 1;", {}),
+    # A row lock needs UPDATE on some column of the table, and SELECT on the key.
+    ("lock_rows", STOCK, "BEGIN; SELECT ck.lock_rows(:stock::regclass, '{2,1}'::int[]) = 2",
+     "SELECT FROM app.stock WHERE sku = ANY ('{2,1}') ORDER BY sku FOR NO KEY UPDATE", "",
+     {"column rights only: SELECT (sku), UPDATE (code)":
+      ["USAGE on schema app", "SELECT (sku) on app.stock", "UPDATE (code) on app.stock"]}),
     ("enqueue", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs"],
      "SELECT ck.enqueue(:jobs::regclass, '{}')",
      "INSERT INTO app.jobs (payload, run_at, priority) VALUES ('{}', now(), 0) RETURNING id", "", {}),
@@ -254,6 +276,13 @@ FUNCS = [
     ("unique_guard_ddl", ["SELECT on app.stock"],
      "SELECT ck.unique_guard_ddl(:stock::regclass, '{code}', 'qty > 0')",
      "SELECT code FROM app.stock WHERE qty > 0 AND false", "", {}),
+    ("version_guard_ddl", ["SELECT on app.stock"],
+     "SELECT ck.version_guard_ddl(:stock::regclass, 'qty')",
+     "SELECT qty FROM app.stock WHERE false", "", {}),
+    ("add_version_guard", ["USAGE on schema app", "TRIGGER on app.stock"],
+     "BEGIN; SELECT ck.add_version_guard(:stock::regclass, 'qty'); ROLLBACK",
+     "CREATE TRIGGER plain_guard BEFORE UPDATE ON app.stock FOR EACH ROW EXECUTE FUNCTION ck.version_guard('qty')", "",
+     {}),
     ("volatility_audit", [], "SELECT count(*) FROM ck.volatility_audit('app')",
      "SELECT count(*) FROM pg_proc WHERE pronamespace = 'app'::regnamespace", "", {}),
     ("scan_check", ["USAGE on schema app", "SELECT on app.stock"],
@@ -263,7 +292,8 @@ FUNCS = [
 
 
 # Rights given in every cell of a function, not varied.
-ALWAYS = {"overlap_guard_ddl": ["USAGE on schema app"], "unique_guard_ddl": ["USAGE on schema app"]}
+ALWAYS = {"overlap_guard_ddl": ["USAGE on schema app"], "unique_guard_ddl": ["USAGE on schema app"],
+          "version_guard_ddl": ["USAGE on schema app"]}
 
 
 def cells():

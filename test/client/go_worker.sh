@@ -24,7 +24,7 @@ else
 fi
 
 setup_db "$db" 2000
-run_tap "go worker" 150 "$tmp/ckworker" -workers 8 -parts queue,decrement,lock,retry,unique,dependencies
+run_tap "go worker" 150 "$tmp/ckworker" -workers 8 -parts queue,decrement,lock,retry,unique,dependencies,optimistic
 dependency_checks go
 outcome_checks go 8
 readme_check go test/client/go/ckworker/worker.go

@@ -23,7 +23,7 @@ else
     exit 1
 fi
 setup_db "$db" 2000
-run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry unique dependencies
+run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry unique dependencies optimistic
 dependency_checks node
 outcome_checks node 8
 readme_check node test/client/node/ckworker.js

@@ -22,7 +22,7 @@ else
     exit 1
 fi
 setup_db "$db" 2000
-run_tap "python worker" 150 "$python" "$client_dir/python/ckworker.py" --workers 8 queue decrement lock retry unique dependencies
+run_tap "python worker" 150 "$python" "$client_dir/python/ckworker.py" --workers 8 queue decrement lock retry unique dependencies optimistic
 dependency_checks python
 outcome_checks python 8
 readme_check python test/client/python/ckworker.py

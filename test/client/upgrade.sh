@@ -501,6 +501,15 @@ check "ck.decrement raises CK001 when asked for more than the stock, and changes
        AND (SELECT qty FROM stock WHERE sku = 42) = 5"
 check "ck.decrement raises CK004 for a key no row has" "$db_a" "
     SELECT sqlstate_of(\$\$SELECT ck.decrement('stock', 'qty', 4242, 1)\$\$) = 'CK004'"
+check "ck.update_if_version on the stock of $oldest (0.3.1), qty as the version: 5 -> 6, then stale: NULL, CK006 (retry)" "$db_a" "
+    SELECT ck.update_if_version('stock', 42, 5, '{}', 'qty') = 6
+       AND ck.update_if_version('stock', 42, 5, '{}', 'qty') IS NULL
+       AND sqlstate_of(\$\$SELECT ck.update_if_version_or_raise('stock', 42, 5, '{}', 'qty')\$\$) = 'CK006'
+       AND ck.sqlstate_action('CK006') = 'retry'"
+check "ck.lock_rows locks the one row of two keys, and ck.add_version_guard guards that stock (0.3.1)" "$db_a" "
+    SELECT ck.lock_rows('stock', ARRAY[4242, 42]) = 1 AND ck.add_version_guard('stock', 'qty') LIKE 'CREATE OR REPLACE TRIGGER %'"
+check "a plain UPDATE of that stock now bumps its qty as a version: 6 -> 7" "$db_a" "
+    WITH u AS (UPDATE stock SET sku = sku WHERE sku = 42 RETURNING qty) SELECT (SELECT qty FROM u) = 7"
 
 # A second update finds nothing to do: PostgreSQL says so in a NOTICE and succeeds.
 update_again() {

@@ -24,6 +24,10 @@ CREATE TABLE workflow (job_id bigint PRIMARY KEY, step text NOT NULL, after bigi
 CREATE TABLE stock (sku int PRIMARY KEY, qty int NOT NULL);
 INSERT INTO stock VALUES (7, 3), (42, 30);
 
+-- Optimistic edits: one profile, its visits counted by read-modify-write through its version.
+CREATE TABLE profiles (id int PRIMARY KEY, visits int NOT NULL, note text NOT NULL, version bigint NOT NULL);
+INSERT INTO profiles VALUES (1, 0, '', 1), (2, 0, '', 1);
+
 -- Locks: namespaces registered up front, in autocommit.
 SELECT FROM ck.lock_namespace('relay');
 SELECT FROM ck.lock_namespace('leader');

@@ -2,7 +2,7 @@
 // ckworker.js drives concurrency_kit from Node with pg (node-postgres) and prints unnumbered TAP
 // lines ("ok - ...", "not ok - ...", "# ...") that test/client/lib/tap.sh numbers.
 //
-//   node ckworker.js [--workers 8] queue decrement lock retry unique dependencies
+//   node ckworker.js [--workers 8] queue decrement lock retry unique dependencies optimistic
 //
 // Connects with the PG* environment variables. The database must have been set up with
 // test/client/lib/setup.sql.
@@ -164,6 +164,25 @@ async function deadReason(db, queue, id) {
 }
 
 const quoteLiteral = (s) => `'${s.replace(/'/g, "''")}'`;
+
+// editProfile is an optimistic read-modify-write of profile id: it reads the row, computes
+// change(row), an object of new column values, and writes it with ck.update_if_version_or_raise.
+// A writer in between makes the write stale (CK006, ck.sqlstate_action: 'retry'): read again,
+// apply again, at most attempts times; any other error is thrown at once. It returns
+// { version, used }: the new version and the attempts used.
+async function editProfile(pool, id, change, attempts = 5) {
+  for (let used = 1; ; used++) {
+    const { rows } = await pool.query('SELECT visits, note, version FROM profiles WHERE id = $1', [id]);
+    if (rows.length === 0) throw new Error(`no profile ${id}`);
+    try {
+      const r = await pool.query(`SELECT ck.update_if_version_or_raise('profiles', $1::int, $2, $3) AS version`,
+        [id, rows[0].version, await change(rows[0])]); // version: a bigint, a string, passed back unchanged
+      return { version: Number(r.rows[0].version), used };
+    } catch (e) {
+      if (e.code !== 'CK006' || used === attempts) throw e;
+    }
+  }
+}
 
 async function attempt(f) {
   try {
@@ -340,6 +359,44 @@ async function testDependencies(pool, workers) {
     `in reports_dead (${JSON.stringify(reasons)})`);
 }
 
+async function testOptimistic(pool, workers) {
+  const visit = async (row) => {
+    await sleep(5); // widens the window between the read and the write, for the test
+    return { visits: row.visits + 1 };
+  };
+  let used = 0;
+  const errors = [];
+  await Promise.all(Array.from({ length: workers }, async (_, i) => {
+    for (let k = 0; k < 5; k++) {
+      try {
+        const edited = await editProfile(pool, 1, visit, 100); // awaited first: += would read used before the wait
+        used += edited.used;
+      } catch (e) {
+        errors.push(`editor ${i + 1}: ${e.message}`);
+      }
+    }
+  }));
+  const { rows } = await pool.query('SELECT visits, version FROM profiles WHERE id = 1');
+  const edits = workers * 5;
+  tap(errors.length === 0 && rows[0].visits === edits && Number(rows[0].version) === edits + 1,
+    `node: ${workers} connections x 5 optimistic edits of one row: ${rows[0].visits} visits counted (none lost), ` +
+    `version ${rows[0].version}`);
+  errors.forEach(note);
+  tap(used > edits, `node: stale writes (CK006) were read again and retried: ${used} attempts for ${edits} edits`);
+
+  let tries = 0;
+  const raced = async () => {
+    tries++;
+    await pool.query(`UPDATE profiles SET note = note || 'x', version = version + 1 WHERE id = 2`);
+    return { note: 'mine' };
+  };
+  let error = await attempt(() => editProfile(pool, 2, raced, 3));
+  tap(error && error.code === 'CK006' && tries === 3 && await classify(pool, error) === 'retry',
+    `node: always stale: 3 attempts, then CK006 (${error && error.message}), classified retry`);
+  error = await attempt(() => editProfile(pool, 1, () => ({ nope: 1 })));
+  tap(error && error.code === '42703', `node: another error is not retried: 42703 at once (${error && error.message})`);
+}
+
 async function main() {
   const args = process.argv.slice(2);
   let workers = 8;
@@ -348,7 +405,7 @@ async function main() {
   const pool = new Pool({ max: workers });
   const parts = {
     queue: testQueue, decrement: testDecrement, lock: testLock, retry: testRetry, unique: testUnique,
-    dependencies: testDependencies,
+    dependencies: testDependencies, optimistic: testOptimistic,
   };
   for (const part of args) {
     if (!parts[part]) {

@@ -154,6 +154,24 @@ def quote_literal(s):
     return "'" + s.replace("'", "''") + "'"
 
 
+def edit_profile(conn, id, change, attempts=5):
+    """Optimistic read-modify-write of profile id: reads the row, computes change(row), a dict of
+    new column values, and writes it with ck.update_if_version_or_raise. A writer in between makes
+    the write stale (CK006, ck.sqlstate_action: 'retry'): read again, apply again, at most
+    attempts times; any other error is raised at once. Returns (new version, attempts used)."""
+    for attempt in range(1, attempts + 1):
+        row = conn.execute("SELECT visits, note, version FROM profiles WHERE id = %s", (id,)).fetchone()
+        if row is None:
+            raise LookupError(f"no profile {id}")
+        try:
+            version = conn.execute("SELECT ck.update_if_version_or_raise('profiles', %s::int, %s, %s)",
+                                   (id, row[2], psycopg.types.json.Jsonb(change(row)))).fetchone()[0]
+            return version, attempt
+        except psycopg.Error as e:
+            if e.sqlstate != "CK006" or attempt == attempts:
+                raise
+
+
 def sqlstate(error):
     return getattr(error, "sqlstate", None)
 
@@ -371,6 +389,58 @@ def test_dependencies(dsn, workers):
             f" in reports_dead ({reasons!r})")
 
 
+def test_optimistic(dsn, workers):
+    used, errors = [], []
+
+    def visit(row):
+        time.sleep(0.005)  # widens the window between the read and the write, for the test
+        return {"visits": row[0] + 1}
+
+    def editor(i):
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                for _ in range(5):
+                    used.append(edit_profile(conn, 1, visit, attempts=100)[1])
+        except Exception as e:
+            errors.append(f"editor {i}: {e!r}")
+
+    run_threads(workers, editor)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        visits, version = conn.execute("SELECT visits, version FROM profiles WHERE id = 1").fetchone()
+        edits = workers * 5
+        tap(not errors and visits == edits and version == edits + 1,
+            f"python: {workers} connections x 5 optimistic edits of one row: {visits} visits counted"
+            f" (none lost), version {version}")
+        for e in errors:
+            note(e)
+        tap(sum(used) > edits, f"python: stale writes (CK006) were read again and retried:"
+                               f" {sum(used)} attempts for {edits} edits")
+
+        # A writer that always gets in between: the loop gives up after its attempts, with CK006.
+        other = psycopg.connect(dsn, autocommit=True)
+        tries = []
+
+        def raced(row):
+            tries.append(row[2])
+            other.execute("UPDATE profiles SET note = note || 'x', version = version + 1 WHERE id = 2")
+            return {"note": "mine"}
+
+        try:
+            edit_profile(conn, 2, raced, attempts=3)
+            error = None
+        except psycopg.Error as e:
+            error = e
+        other.close()
+        tap(sqlstate(error) == "CK006" and len(tries) == 3 and classify(conn, error) == "retry",
+            f"python: always stale: 3 attempts, then CK006 raised ({error!r}), classified retry")
+        try:
+            edit_profile(conn, 1, lambda row: {"nope": 1})
+            error = None
+        except psycopg.Error as e:
+            error = e
+        tap(sqlstate(error) == "42703", f"python: another error is not retried: 42703 at once ({error!r})")
+
+
 def test_prepare(dsn, tracked):
     """Through PgBouncer in transaction mode: psycopg prepares a statement on the server from its
     prepare_threshold-th execution (default 5); the next execution may land on another server
@@ -425,6 +495,8 @@ def main():
                 test_unique(args.dsn, args.workers)
             elif part == "dependencies":
                 test_dependencies(args.dsn, args.workers)
+            elif part == "optimistic":
+                test_optimistic(args.dsn, args.workers)
             elif part == "prepare":
                 test_prepare(args.dsn, args.tracked_prepares)
             else:

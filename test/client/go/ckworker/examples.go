@@ -95,3 +95,33 @@ func deadReason(ctx context.Context, db queryRower, queue string, id int64) (rea
 func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
+
+// profile is what an optimistic edit reads of a profile.
+type profile struct {
+	Visits  int
+	Note    string
+	Version int64
+}
+
+// editProfile is an optimistic read-modify-write of profile id: it reads the row, computes
+// change(p), a map of new column values, and writes it with ck.update_if_version_or_raise. A
+// writer in between makes the write stale (CK006, ck.sqlstate_action: "retry"): read again,
+// apply again, at most attempts times; any other error is returned at once. It returns the new
+// version and the attempts used.
+func editProfile(ctx context.Context, db *pgxpool.Pool, id int, change func(profile) map[string]any,
+	attempts int) (version int64, used int, err error) {
+	for used = 1; used <= attempts; used++ {
+		var p profile
+		err = db.QueryRow(ctx, `SELECT visits, note, version FROM profiles WHERE id = $1`, id).
+			Scan(&p.Visits, &p.Note, &p.Version)
+		if err != nil {
+			return 0, used, err
+		}
+		err = db.QueryRow(ctx, `SELECT ck.update_if_version_or_raise('profiles', $1::int, $2, $3)`,
+			id, p.Version, change(p)).Scan(&version)
+		if sqlstate(err) != "CK006" {
+			return version, used, err
+		}
+	}
+	return 0, attempts, err
+}

@@ -87,6 +87,8 @@ func main() {
 			testUnique(ctx, pool, *workers)
 		case "dependencies":
 			testDependencies(ctx, pool, *workers)
+		case "optimistic":
+			testOptimistic(ctx, pool, *workers)
 		case "prepare":
 			testPrepare(ctx, *dsn, *tracked)
 		case "session":
@@ -190,6 +192,58 @@ func testDecrement(ctx context.Context, pool *pgxpool.Pool, workers int) {
 	for _, o := range other {
 		note("%s", o)
 	}
+}
+
+// testOptimistic: workers x 5 optimistic edits of one row count every visit; a writer that always
+// gets in between makes the loop give up with CK006; another error is not retried.
+func testOptimistic(ctx context.Context, pool *pgxpool.Pool, workers int) {
+	visit := func(p profile) map[string]any {
+		time.Sleep(5 * time.Millisecond) // widens the window between the read and the write, for the test
+		return map[string]any{"visits": p.Visits + 1}
+	}
+	var mu sync.Mutex
+	used := 0
+	var errs []string
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 5; i++ {
+				_, n, err := editProfile(ctx, pool, 1, visit, 100)
+				mu.Lock()
+				used += n
+				if err != nil {
+					errs = append(errs, err.Error())
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	var visits int
+	var version int64
+	_ = pool.QueryRow(ctx, `SELECT visits, version FROM profiles WHERE id = 1`).Scan(&visits, &version)
+	edits := workers * 5
+	tap(len(errs) == 0 && visits == edits && version == int64(edits+1),
+		"go: %d connections x 5 optimistic edits of one row: %d visits counted (none lost), version %d",
+		workers, visits, version)
+	for _, e := range errs {
+		note("%s", e)
+	}
+	tap(used > edits, "go: stale writes (CK006) were read again and retried: %d attempts for %d edits", used, edits)
+
+	tries := 0
+	raced := func(p profile) map[string]any {
+		tries++
+		_, _ = pool.Exec(ctx, `UPDATE profiles SET note = note || 'x', version = version + 1 WHERE id = 2`)
+		return map[string]any{"note": "mine"}
+	}
+	_, _, err := editProfile(ctx, pool, 2, raced, 3)
+	tap(sqlstate(err) == "CK006" && tries == 3 && classify(ctx, pool, err) == "retry",
+		"go: always stale: 3 attempts, then CK006 (%v), classified retry", err)
+	_, n, err := editProfile(ctx, pool, 1, func(profile) map[string]any { return map[string]any{"nope": 1} }, 5)
+	tap(sqlstate(err) == "42703" && n == 1, "go: another error is not retried: 42703 at once (%v)", err)
 }
 
 // testLock: a timed ck.xact_lock while another pooled connection holds the lock.
