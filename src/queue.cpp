@@ -369,6 +369,9 @@ CK_FUNCTION(ck_claim_wait)
 
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
+    // The slots of jobs a look buries are handed on at the end: no key's slot row is held while
+    // the call sleeps or claims again (see ck_complete_and_claim).
+    ck::DeferredDepartures departures;
     long poll_ms = 10;
     for (;;) {
         ck::pg_call([&] { ck::queue_wait_prepare(queue); });
@@ -388,6 +391,7 @@ CK_FUNCTION(ck_claim_wait)
         ck::pg_call([&] { ck::queue_wait_sleep(std::max(nap_ms, 1L)); });
     }
     ck::pg_call([] { ck::queue_wait_cancel(); });
+    departures.hand_over();
     ck::spi_finish();
     return (Datum) 0;
 }
