@@ -97,6 +97,13 @@ SELECT inserted FROM ck.enqueue_unique('lq', 'twice', concurrency_key => 'u');
 SELECT * FROM pg_temp.jobs() WHERE key = 'u';
 SELECT pg_temp.free('u') AS free_u;
 DELETE FROM lq;
+-- A duplicate while the key has a free slot returns the holder and gives back the slot it took.
+SELECT ck.set_concurrency_limit('lq', 'u', 2);
+SELECT ck.enqueue('lq', unique_key => 'held', concurrency_key => 'u') AS holder \gset
+SELECT ck.enqueue('lq', unique_key => 'held', concurrency_key => 'u') = :holder AS same_job;
+SELECT pg_temp.free('u') AS free_u;
+DELETE FROM lq;
+SELECT ck.set_concurrency_limit('lq', 'u', 1);
 -- A rolled-back enqueue gives its slot back.
 BEGIN;
 SELECT ck.enqueue('lq', concurrency_key => 'u') > 0 AS enqueued;

@@ -389,6 +389,9 @@ CK_FUNCTION(ck_claim_wait)
 
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
+    // The slots of jobs a look buries are handed on at the end: no key's slot row is held while
+    // the call sleeps or claims again (see ck_complete_and_claim).
+    ck::DeferredDepartures departures;
     long poll_ms = 10;
     for (;;) {
         ck::pg_call([&] { ck::queue_wait_prepare(queue); });
@@ -411,6 +414,7 @@ CK_FUNCTION(ck_claim_wait)
         ck::pg_call([&] { ck::queue_wait_sleep(std::max(nap_ms, 1L)); });
     }
     ck::pg_call([] { ck::queue_wait_cancel(); });
+    departures.hand_over();
     ck::spi_finish();
     return (Datum) 0;
 }
@@ -434,7 +438,10 @@ CK_FUNCTION(ck_complete)
 
 // ck.complete_and_claim(queue, id, lease_token, batch, lease): a worker's loop in one call.
 // A lost lease raises CK005 instead of returning false, so whatever the worker wrote for the
-// job in this transaction rolls back with it, and nothing is claimed.
+// job in this transaction rolls back with it, and nothing is claimed. The completed job's
+// concurrency slot is handed on after the claim: the claim may wait for a job row (PostgreSQL's
+// SKIP LOCKED still waits for a row version it follows up an update chain), and a worker
+// completing that job holds it while it waits for the slot row (a 40P01 deadlock in make chaos).
 CK_FUNCTION(ck_complete_and_claim)
 {
     Ack a = ack_args(fcinfo);
@@ -443,6 +450,7 @@ CK_FUNCTION(ck_complete_and_claim)
     Datum values[2] = {a.id, a.token};
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
+    ck::DeferredDepartures departures;
     const Prepared &complete = ck::queue_statement(StatementKind::Complete, a.queue);
     if (ck::execute_plan(complete.plan, values, nullptr) == 0) {
         ck::count_now(a.queue, Activity::LostAcks);
@@ -457,6 +465,7 @@ CK_FUNCTION(ck_complete_and_claim)
     ready_again_on_abort(a.queue, a.id, 1);
     ck::count_at_commit(a.queue, Activity::Completed);
     claim_once(a.queue, batch, lease, ck::Snap::Caller, out);
+    departures.hand_over();
     ck::spi_finish();
     return (Datum) 0;
 }

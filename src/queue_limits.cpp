@@ -20,6 +20,11 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace ck {
 
 KeyedJobs keyed_jobs(Tuplestorestate *rows, TupleDesc desc)
@@ -133,12 +138,77 @@ void limits_on_insert(Oid queue, const KeyedJobs &jobs)
     spi_finish();
 }
 
+namespace {
+
+int deferring = 0;
+// The noted departures: queue and key (its bytes: the trigger's memory is gone by hand_over).
+std::vector<std::pair<Oid, std::string>> deferred;
+
+bool departures_deferred()
+{
+    return deferring > 0;
+}
+
+void defer_departure(Oid queue, Datum key)
+{
+    const text *t = reinterpret_cast<const text *>(DatumGetPointer(key));   // detoasted by keyed_jobs
+    deferred.emplace_back(queue, std::string(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)));
+}
+
+// The key's slot row locked, the oldest parked job of the key takes the slot a departed job
+// held, or the slot is freed. Outside pg_call, inside SPI.
+void hand_over_slot(Oid queue, Datum key)
+{
+    Datum slot[2] = {ObjectIdGetDatum(queue), key};
+    if (execute_plan(queue_statement(StatementKind::SlotLock, queue).plan, slot, nullptr) == 0)
+        return;   // the key has no limit
+    bool isnull;
+    int32 free = DatumGetInt32(result_datum(0, 1, &isnull));
+    Datum unpark[2] = {key, TimestampTzGetDatum(GetCurrentTimestamp())};
+    // The parked jobs as of now, the key held: a snapshot taken after the lock.
+    if (free >= 0 &&
+        execute_plan(queue_statement(StatementKind::Unpark, queue).plan, unpark, nullptr, Snap::Fresh) == 1) {
+        pg_call([&] {
+            JobKey at = job_key(0, 1, 3);
+            frontier_on_commit(queue, at.priority, at.key);
+            queue_mark_ready(queue);
+        });
+    } else {
+        execute_plan(queue_statement(StatementKind::SlotIncrement, queue).plan, slot, nullptr, Snap::Fresh);
+    }
+}
+
+} // namespace
+
+DeferredDepartures::DeferredDepartures() { deferring++; }
+
+DeferredDepartures::~DeferredDepartures()
+{
+    if (--deferring == 0)
+        deferred.clear();
+}
+
+void DeferredDepartures::hand_over()
+{
+    // An inner scope leaves its keys to the outermost one. Keys in one order: two calls that
+    // hand over several (a completion and the claim's burial) lock them alike.
+    std::vector<std::pair<Oid, std::string>> keys;
+    if (deferring == 1)
+        keys.swap(deferred);
+    std::sort(keys.begin(), keys.end());
+    for (const auto &k : keys) {
+        Datum key = pg_call([&] { return PointerGetDatum(cstring_to_text_with_len(k.second.data(), k.second.size())); });
+        hand_over_slot(k.first, key);
+    }
+}
+
 } // namespace ck
 
 // AFTER DELETE FOR EACH STATEMENT on every queue (REFERENCING OLD TABLE): each job of a limited
 // key that left the queue, unless it was parked, hands its slot to the oldest parked job of its
 // key (ready from now, or at its own run_at if later, once this commits), or frees it. After a
-// limit was lowered below the jobs already running (free < 0) a departure only gives its slot back.
+// limit was lowered below the jobs already running (free < 0) a departure only gives its slot
+// back. With a DeferredDepartures in scope the keys are only noted, for its hand_over().
 CK_FUNCTION(ck_queue_left)
 {
     struct Left {
@@ -153,31 +223,15 @@ CK_FUNCTION(ck_queue_left)
         Relation rel = trigger->tg_relation;
         return Left{RelationGetRelid(rel), ck::keyed_jobs(trigger->tg_oldtable, RelationGetDescr(rel))};
     });
-    if (left.jobs.n > 0) {
-        Oid queue = left.queue;
+    if (ck::departures_deferred()) {
+        for (int i = 0; i < left.jobs.n; i++)
+            if (!left.jobs.parked[i])   // a parked job held no slot
+                ck::defer_departure(left.queue, left.jobs.key[i]);
+    } else if (left.jobs.n > 0) {
         ck::spi_connect();
-        for (int i = 0; i < left.jobs.n; i++) {
-            if (left.jobs.parked[i])
-                continue;   // it held no slot
-            Datum slot[2] = {ObjectIdGetDatum(queue), left.jobs.key[i]};
-            if (ck::execute_plan(ck::queue_statement(ck::StatementKind::SlotLock, queue).plan, slot, nullptr) == 0)
-                continue;   // the key has no limit
-            bool isnull;
-            int32 free = DatumGetInt32(ck::result_datum(0, 1, &isnull));
-            Datum unpark[2] = {left.jobs.key[i], TimestampTzGetDatum(GetCurrentTimestamp())};
-            // The parked jobs as of now, the key held: a snapshot taken after the lock.
-            if (free >= 0 && ck::execute_plan(ck::queue_statement(ck::StatementKind::Unpark, queue).plan, unpark,
-                                              nullptr, ck::Snap::Fresh) == 1) {
-                ck::pg_call([&] {
-                    ck::JobKey at = ck::job_key(0, 1, 3);
-                    ck::frontier_on_commit(queue, at.priority, at.key);
-                    ck::queue_mark_ready(queue);
-                });
-            } else {
-                ck::execute_plan(ck::queue_statement(ck::StatementKind::SlotIncrement, queue).plan, slot, nullptr,
-                                 ck::Snap::Fresh);
-            }
-        }
+        for (int i = 0; i < left.jobs.n; i++)
+            if (!left.jobs.parked[i])
+                ck::hand_over_slot(left.queue, left.jobs.key[i]);
         ck::spi_finish();
     }
     // A statement trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.

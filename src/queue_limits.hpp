@@ -56,4 +56,19 @@ public:
     PlacedInserts &operator=(const PlacedInserts &) = delete;
 };
 
+// While one is in scope, the queue's delete trigger (ck.queue_left) only notes the limited keys
+// of the jobs that left, and hand_over() does their slot work later in the same call. A call
+// that waits for job rows after removing a job (ck.complete_and_claim's claim) uses it so that
+// it holds no key's slot row while it waits: a departure locks its job's row first and the
+// key's slot second, so a slot holder waiting for a job row can close a deadlock with it.
+class DeferredDepartures {
+public:
+    DeferredDepartures();
+    ~DeferredDepartures();   // forgets what was not handed over (the call failed)
+    DeferredDepartures(const DeferredDepartures &) = delete;
+    DeferredDepartures &operator=(const DeferredDepartures &) = delete;
+    // Each noted departure hands its slot on, in key order. Outside pg_call, inside SPI.
+    void hand_over();
+};
+
 } // namespace ck

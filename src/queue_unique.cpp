@@ -52,9 +52,12 @@ Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, D
             return {id, true};
         }
         if (execute_plan(find.plan, &values[3], nullptr, Snap::Fresh) == 1) {
+            // Read before the slot goes back: that statement replaces SPI's result (the holder's
+            // id was read from a NULL SPI_tuptable: a duplicate with a free slot crashed the backend).
+            int64 holder = DatumGetInt64(result_datum(0, 1, &isnull));
             if (place.taken)
                 give_back_slot(queue, concurrency_key);   // nothing inserted: the slot is free again
-            return {DatumGetInt64(result_datum(0, 1, &isnull)), false};
+            return {holder, false};
         }
     }
     throw Error(ERRCODE_T_R_SERIALIZATION_FAILURE,

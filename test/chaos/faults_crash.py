@@ -11,11 +11,14 @@ Mid-run the server is stopped with `pg_ctl -m immediate` (no shutdown checkpoint
 again, or one worker's backend is killed with SIGKILL (the postmaster then kills every backend
 and reinitializes). Workers reconnect and carry on. At the end every job enqueued has exactly
 one effect, the stock never went below zero and units sold equal units taken, leases cut by
-a crash ran out and were claimed again, and lock namespaces kept their numbers.
+a crash ran out and were claimed again, lock namespaces kept their numbers, every job's
+unique key (each job has one) is free again once its job is done, and no concurrency key (the
+jobs' SKU groups, 2 at a time each) ever had more jobs under lease than its limit.
 """
 import datetime
 import os
 import random
+import re
 import signal
 import threading
 import time
@@ -29,12 +32,19 @@ DB = "ck_chaos_crash"
 WORKERS = 8
 LEASE_S = 2
 SKUS = 20
+GROUPS = 3
+GROUP_LIMIT = 2
 
 SETUP = f"""
 CREATE EXTENSION concurrency_kit;
 SELECT FROM ck.create_queue('jobs', lease => '{LEASE_S} seconds', max_attempts => 1000);
+-- Every job carries the concurrency key of its SKU's group (sku % {GROUPS}), at most {GROUP_LIMIT} per group at once:
+-- fewer slots than workers, so the limit binds throughout.
+SELECT ck.set_concurrency_limit('jobs', NULL, {GROUP_LIMIT});
 -- Every job the producer enqueued, in the enqueuing statement (so a batch lost in a crash is in neither).
-CREATE TABLE enqueued (job_id bigint PRIMARY KEY, sku int, amount int);
+-- Each job carries a unique key of its own (crash:N): after the run every key must be free again.
+CREATE TABLE enqueued (job_id bigint PRIMARY KEY, sku int, amount int, unique_key text);
+CREATE SEQUENCE job_keys;
 -- Every claim, in the claiming statement; claimed_at is read after the claim.
 CREATE TABLE claims (job_id bigint, lease_token bigint, attempt int, lease_until timestamptz, worker text,
                      sku int, amount int, claimed_at timestamptz DEFAULT clock_timestamp());
@@ -84,8 +94,11 @@ class Run:
             self.losses.append((time.monotonic(), who, f"{type(exc).__name__}: {str(exc).strip()[:120]}"))
 
     def note_error(self, who, exc):
+        message = str(exc).strip()[:200]
+        if getattr(exc, "sqlstate", None) in ("40001", "40P01"):
+            message += "\n" + waits_now(exc)
         with self.lock:
-            self.unexpected.append((who, getattr(exc, "sqlstate", None), str(exc).strip()[:200]))
+            self.unexpected.append((who, getattr(exc, "sqlstate", None), message))
 
     def add_calls(self, n):
         with self.lock:
@@ -102,6 +115,52 @@ class Run:
             except psycopg.Error:
                 time.sleep(0.05)
         return None
+
+
+def waits_now(exc):
+    """For a deadlock or a serialization failure: the sessions waiting at this moment and what
+    they wait for, and for a unique key named in the message, what the run knows of it."""
+    try:
+        with connect(DB, application_name="chaos-driver") as c:
+            rows = c.execute("""
+                SELECT a.pid, a.application_name, a.wait_event_type || ':' || a.wait_event, pg_blocking_pids(a.pid),
+                       l.locktype, l.mode, l.relation::regclass, l.page, l.tuple, l.transactionid, left(a.query, 60)
+                FROM pg_stat_activity AS a JOIN pg_locks AS l ON l.pid = a.pid AND NOT l.granted
+                WHERE a.datname = current_database()""").fetchall()
+            lines = [f"  waiting: {r}" for r in rows] or ["  no session waiting any more"]
+            key = re.search(r'unique key "([^"]*)"', str(exc))
+            if key:
+                lines.append(f"  key {key.group(1)}: enqueued as "
+                             + str(c.execute("SELECT job_id FROM enqueued WHERE unique_key = %s", (key.group(1),)).fetchall())
+                             + ", in the queue as "
+                             + str(c.execute("SELECT id, xmin, xmax, lease_token, parked_run_at IS NOT NULL FROM jobs"
+                                             " WHERE unique_key = %s", (key.group(1),)).fetchall())
+                             + f", job_keys at {one(c, 'SELECT last_value FROM job_keys')}")
+            return "\n".join(lines)
+    except psycopg.Error as e:
+        return f"  (no snapshot of the waits: {e})"
+
+
+def error_reports(log, limit=3):
+    """The server log's reports of deadlocks and serialization failures: each ERROR line with the
+    DETAIL, HINT, CONTEXT and STATEMENT lines of its process that follow it."""
+    lines = log.splitlines()
+    reports = []
+    for i, line in enumerate(lines):
+        if "ERROR:" not in line or not ("deadlock detected" in line or "changed hands" in line):
+            continue
+        pid = re.search(r"\[(\d+)\]", line)
+        block = [line]
+        for following in lines[i + 1:i + 60]:
+            if following.startswith("\t") or (pid and f"[{pid.group(1)}]" in following
+                                               and re.search(r"(DETAIL|HINT|CONTEXT|STATEMENT):", following)):
+                block.append(following)
+            else:
+                break
+        reports.append("\n".join(block))
+        if len(reports) == limit:
+            break
+    return reports
 
 
 CLAIM_LOG = """
@@ -240,10 +299,12 @@ class Producer(threading.Thread):
                     continue
                 n = min(150, run.jobs_target - enqueued)
                 conn.execute("""
-                    INSERT INTO enqueued (job_id, sku, amount)
-                    SELECT ck.enqueue('jobs', jsonb_build_object('sku', sku, 'amount', amount)), sku, amount
-                    FROM (SELECT 1 + floor(random() * %s)::int AS sku, 1 + floor(random() * 3)::int AS amount
-                          FROM generate_series(1, %s)) AS j""", (SKUS, n))
+                    INSERT INTO enqueued (job_id, sku, amount, unique_key)
+                    SELECT ck.enqueue('jobs', jsonb_build_object('sku', sku, 'amount', amount), unique_key => k,
+                                      concurrency_key => 'group:' || sku %% %s), sku, amount, k
+                    FROM (SELECT 1 + floor(random() * %s)::int AS sku, 1 + floor(random() * 3)::int AS amount,
+                                 'crash:' || nextval('job_keys') AS k
+                          FROM generate_series(1, %s)) AS j""", (GROUPS, SKUS, n))
                 run.add_calls(n)
                 enqueued += n
             except psycopg.Error as e:
@@ -302,10 +363,12 @@ def run(tap, server, mode):
         c.execute("INSERT INTO stock SELECT * FROM stock_initial")
         c.execute("INSERT INTO ns_before SELECT 'pre-' || g, ck.lock_namespace('pre-' || g) FROM generate_series(1, 20) AS g")
         c.execute("SELECT ck.lock_namespace('sku')")
-        c.execute("""INSERT INTO enqueued (job_id, sku, amount)
-                     SELECT ck.enqueue('jobs', jsonb_build_object('sku', sku, 'amount', amount)), sku, amount
-                     FROM (SELECT 1 + floor(random() * %s)::int AS sku, 1 + floor(random() * 3)::int AS amount
-                           FROM generate_series(1, 300)) AS j""", (SKUS,))
+        c.execute("""INSERT INTO enqueued (job_id, sku, amount, unique_key)
+                     SELECT ck.enqueue('jobs', jsonb_build_object('sku', sku, 'amount', amount), unique_key => k,
+                                      concurrency_key => 'group:' || sku %% %s), sku, amount, k
+                     FROM (SELECT 1 + floor(random() * %s)::int AS sku, 1 + floor(random() * 3)::int AS amount,
+                                  'crash:' || nextval('job_keys') AS k
+                           FROM generate_series(1, 300)) AS j""", (GROUPS, SKUS))
         c.execute("ANALYZE")
 
     r = Run(jobs_target, time.monotonic() + budget)
@@ -481,13 +544,37 @@ def run(tap, server, mode):
                         WHERE datname = current_database() AND application_name LIKE 'chaos-worker-%'""")
         tap.ok(leftovers == 0 and sessions == 0, "after the workers left: no advisory lock and no worker session remain",
                f"{leftovers} advisory locks, {sessions} sessions")
+        # No unique key was lost for good: each job's key, its job done, takes a new job now.
+        keyed = q("SELECT count(DISTINCT unique_key) FROM enqueued")
+        c.execute("CREATE TEMP TABLE again AS SELECT e.unique_key, u.inserted FROM enqueued AS e,"
+                  " ck.enqueue_unique('jobs', e.unique_key) AS u")
+        stuck = q("SELECT count(*) FROM again WHERE NOT inserted")
+        tap.ok(keyed == enqueued and stuck == 0,
+               f"every job's unique key ({keyed}, one per job) is free again after its job was done: none held for good",
+               f"{stuck} keys still held")
+        c.execute("DELETE FROM jobs")
+        # No group ever had more than its limit of jobs under lease: each lease counted from its
+        # claim to the earlier of its end and its job's effect (inside the lease, both ways).
+        most = c.execute(f"""
+            WITH spans AS (
+                SELECT 'group:' || e.sku % {GROUPS} AS grp, l.claimed_at AS from_t,
+                       least(l.lease_until, (SELECT min(f.done_at) FROM effects AS f
+                                             WHERE f.job_id = l.job_id AND f.lease_token = l.lease_token)) AS to_t
+                FROM claims AS l JOIN enqueued AS e USING (job_id)),
+            steps AS (SELECT grp, from_t AS t, 1 AS d FROM spans UNION ALL SELECT grp, to_t, -1 FROM spans)
+            SELECT coalesce(max(n), 0) FROM (
+                SELECT sum(d) OVER (PARTITION BY grp ORDER BY t, d) AS n FROM steps) AS x""").fetchone()[0]
+        tap.ok(0 < most <= GROUP_LIMIT,
+               f"no concurrency key had more than its limit of {GROUP_LIMIT} jobs under lease at once, crashes included "
+               f"(at most {most}, {GROUPS} keys, {WORKERS} workers)")
 
     outside = [x for x in r.losses if not any(ev.get("window") and ev["window"][0] - 0.5 <= x[0] <= ev["window"][1] + 5
                                               for ev in done_events)]
     tap.ok(not r.unexpected and not outside,
            f"no worker error other than the crashes' lost connections ({len(r.losses)} lost, {r.reconnects} connections, "
            f"{r.in_doubt} COMMITs in doubt)",
-           "\n".join([f"{w}: {s} {m}" for w, s, m in r.unexpected[:10]] + [f"outside a crash: {w}: {m}" for _, w, m in outside[:10]]))
+           "\n".join([f"{w}: {s} {m}" for w, s, m in r.unexpected[:10]] + [f"outside a crash: {w}: {m}" for _, w, m in outside[:10]]
+                     + ["server log:\n" + x for x in error_reports(log)]))
 
     immediate = events.count("immediate")
     kills = events.count("sigkill")
