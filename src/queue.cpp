@@ -325,9 +325,9 @@ CK_FUNCTION(ck_claim)
     Interval *lease = lease_arg(fcinfo, 2);
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
-    // Coming back empty, it resolves a batch of finished dependencies and claims again (queue_dependencies.hpp).
-    if (ck::resolve_after_claim(queue, claim_once(queue, batch, lease, ck::Snap::Caller, out)))
-        claim_once(queue, batch, lease, ck::Snap::Caller, out);
+    // Coming back empty (or every 64th time), it resolves a batch of finished dependencies after
+    // claiming (queue_dependencies.hpp).
+    ck::resolve_after_claim(queue, claim_once(queue, batch, lease, ck::Snap::Caller, out));
     ck::spi_finish();
     return (Datum) 0;
 }
@@ -397,9 +397,9 @@ CK_FUNCTION(ck_claim_wait)
         ck::pg_call([&] { ck::queue_wait_prepare(queue); });
         // Each look needs a new snapshot to see jobs committed while we wait.
         uint64 claimed = claim_once(queue, batch, lease, ck::Snap::Fresh, out);
-        if (ck::resolve_after_claim(queue, claimed))
-            continue;   // dependants may be ready now
-        if (claimed > 0)
+        // Dependants it made ready are claimable once this call's transaction commits: it
+        // returns rather than sleep on the rows it locked for them.
+        if (ck::resolve_after_claim(queue, claimed) || claimed > 0)
             break;
         TimestampTz now = GetCurrentTimestamp();
         if (now >= deadline)
@@ -415,6 +415,7 @@ CK_FUNCTION(ck_claim_wait)
     }
     ck::pg_call([] { ck::queue_wait_cancel(); });
     departures.hand_over();
+    ck::resolve_deferred(queue);
     ck::spi_finish();
     return (Datum) 0;
 }
@@ -464,8 +465,9 @@ CK_FUNCTION(ck_complete_and_claim)
     }
     ready_again_on_abort(a.queue, a.id, 1);
     ck::count_at_commit(a.queue, Activity::Completed);
-    claim_once(a.queue, batch, lease, ck::Snap::Caller, out);
+    ck::resolve_after_claim(a.queue, claim_once(a.queue, batch, lease, ck::Snap::Caller, out));
     departures.hand_over();
+    ck::resolve_deferred(a.queue);
     ck::spi_finish();
     return (Datum) 0;
 }

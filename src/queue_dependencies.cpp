@@ -40,6 +40,7 @@ namespace {
 
 const char *dead_reason = nullptr;   // set by DeadDepartures
 int resolving = 0;                   // resolve_batch_of is running (a trigger under it only records)
+bool deferred = false;               // a departure was recorded under a DeferredDepartures
 
 Datum id_array(const int64 *ids, int n)
 {
@@ -254,7 +255,15 @@ bool resolve_after_claim(Oid queue, uint64 claimed)
                pg_class_aclcheck(queue, user, ACL_UPDATE) == ACLCHECK_OK &&
                pg_class_aclcheck(p.dead_letters, user, ACL_INSERT) == ACLCHECK_OK;
     });
-    return may && resolve_batch_of(queue) > 0 && claimed == 0;
+    return may && resolve_batch_of(queue) > 0;
+}
+
+void resolve_deferred(Oid queue)
+{
+    if (!deferred)
+        return;
+    deferred = false;
+    resolve_batch_of(queue);
 }
 
 void dependency_left(Oid queue, Datum id)
@@ -263,7 +272,9 @@ void dependency_left(Oid queue, Datum id)
                        dead_reason == nullptr ? 0 : pg_call([] { return PointerGetDatum(cstring_to_text(dead_reason)); })};
     char nulls[3] = {' ', ' ', dead_reason == nullptr ? 'n' : ' '};
     execute_plan(queue_statement(StatementKind::DepDeparted, queue).plan, values, nulls);
-    if (resolving == 0)
+    if (departures_deferred())
+        deferred = true;
+    else if (resolving == 0)
         resolve_batch_of(queue);
 }
 

@@ -42,12 +42,18 @@ Waiting wait_for(Oid queue, const Dependencies &deps);
 // After the job (id) was inserted parked with waiting_for = w.n: its edges, or its burial.
 void record_dependant(Oid queue, int64 id, const Waiting &w);
 
-// A claim's turn, after it claimed `claimed` jobs: when it came back empty, and at every 64th
-// claim of the backend (a busy queue never runs empty, and the rest of a wide fan-out must not
-// wait for it to), under READ COMMITTED, when the queue has departures to resolve and the
-// caller may bury, resolves a batch. True when the claim was empty and it resolved anything
-// (claim again).
+// A claim's turn, after the last claim of a call, which claimed `claimed` jobs: when it came
+// back empty, and at every 64th claim of the backend (a busy queue never runs empty, and the
+// rest of a wide fan-out must not wait for it to), under READ COMMITTED, when the queue has
+// departures to resolve and the caller may bury, resolves a batch, ready for other claims once
+// this commits. True when it resolved anything. Never followed by another claim in the same
+// call: a claim can wait for a job row, and the completion holding that row may be waiting to
+// count down a dependant this one just locked.
 bool resolve_after_claim(Oid queue, uint64 claimed);
+
+// For the same reason, while a DeferredDepartures is in scope (ck.complete_and_claim,
+// ck.claim_wait) the departure trigger only records; the call resolves after its claims.
+void resolve_deferred(Oid queue);
 
 // From the row trigger: job id left the queue (inside an SPI connection).
 void dependency_left(Oid queue, Datum id);

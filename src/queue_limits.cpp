@@ -144,11 +144,6 @@ int deferring = 0;
 // The noted departures: queue and key (its bytes: the trigger's memory is gone by hand_over).
 std::vector<std::pair<Oid, std::string>> deferred;
 
-bool departures_deferred()
-{
-    return deferring > 0;
-}
-
 void defer_departure(Oid queue, Datum key)
 {
     const text *t = reinterpret_cast<const text *>(DatumGetPointer(key));   // detoasted by keyed_jobs
@@ -181,6 +176,11 @@ void hand_over_slot(Oid queue, Datum key)
 } // namespace
 
 DeferredDepartures::DeferredDepartures() { deferring++; }
+
+bool departures_deferred()
+{
+    return deferring > 0;
+}
 
 DeferredDepartures::~DeferredDepartures()
 {

@@ -71,4 +71,7 @@ public:
     void hand_over();
 };
 
+// Whether a DeferredDepartures is in scope (the dependency trigger defers its work too).
+bool departures_deferred();
+
 } // namespace ck
