@@ -320,6 +320,7 @@ FUNCS = {
     "unique_guard_ddl": (lambda: opt([rel(), pick(UNIQUE_COLS, BAD_NAME_ARRAYS)], lambda: pick(WHERES, BAD_WHERES)),
                          False, False),
     "volatility_audit": (lambda: opt([], lambda: pick(SCHEMAS, BAD_SCHEMAS)), True, False),
+    "lock_audit": (lambda: opt([], lambda: pick(SCHEMAS, BAD_SCHEMAS)), True, False),
     "scan_check": (lambda: [pick(SQLS, BAD_SQLS)], True, False),
 }
 
