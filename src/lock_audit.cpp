@@ -45,21 +45,6 @@ struct Facts {
     int current;   // index of that statement in stmts
 };
 
-#if PG_VERSION_NUM >= 160000
-tree_walker_callback as_walker(tree_walker_callback fn)
-{
-    return fn;
-}
-#else
-using Walker = bool (*)();
-
-// Before 16 the tree walkers take an unprototyped function pointer.
-Walker as_walker(bool (*fn)(Node *, void *))
-{
-    return reinterpret_cast<Walker>(reinterpret_cast<void (*)()>(fn));
-}
-#endif
-
 void note_ctes(Facts *f, WithClause *with)
 {
     if (with == nullptr)
@@ -201,7 +186,7 @@ bool lock_walker(Node *node, void *context)
     default:
         break;
     }
-    return raw_expression_tree_walker(node, as_walker(lock_walker), f);
+    return raw_expression_tree_walker(node, ck::as_walker(lock_walker), f);
 }
 
 // The statement's own text, trimmed.

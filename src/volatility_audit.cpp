@@ -61,24 +61,6 @@ struct Verdict {
     const char *reason;
 };
 
-#if PG_VERSION_NUM >= 160000
-// Since 16 the tree walkers are macros that cast to tree_walker_callback, which is already
-// the walkers' own type: pass them through unchanged.
-tree_walker_callback as_walker(tree_walker_callback fn)
-{
-    return fn;
-}
-#else
-using Walker = bool (*)();
-
-// Before 16 the tree walkers take an unprototyped function pointer (C's "bool (*)()");
-// going through void (*)() says the conversion is intended.
-Walker as_walker(bool (*fn)(Node *, void *))
-{
-    return reinterpret_cast<Walker>(reinterpret_cast<void (*)()>(fn));
-}
-#endif
-
 void note_read(Facts *f, const char *name)
 {
     ListCell *lc;
@@ -197,7 +179,7 @@ bool walk_query(Query *q, Facts *f)
         if (rte->rtekind == RTE_RELATION)
             note_read(f, relation_display(rte->relid));
     }
-    return query_tree_walker(q, as_walker(query_walker), f, 0);
+    return query_tree_walker(q, ck::as_walker(query_walker), f, 0);
 }
 
 // Walks expressions and sub-queries; stops at the first certain side effect.
@@ -217,7 +199,7 @@ bool query_walker(Node *node, void *context)
     check_functions_in_node(node, note_function, f);
     if (f->effect != nullptr)
         return true;
-    return expression_tree_walker(node, as_walker(query_walker), f);
+    return expression_tree_walker(node, ck::as_walker(query_walker), f);
 }
 
 // A SELECT is rewritten as the executor would see it (views expanded, RLS quals added).
@@ -421,7 +403,7 @@ bool raw_walker(Node *node, void *context)
     }
     if (f->effect != nullptr)
         return true;
-    return raw_expression_tree_walker(node, as_walker(raw_walker), f);
+    return raw_expression_tree_walker(node, ck::as_walker(raw_walker), f);
 }
 
 // One raw statement: DML and SELECT are walked; anything else is a utility statement.
