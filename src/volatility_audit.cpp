@@ -13,9 +13,10 @@
 //    candidate, and a call counts as volatile when any candidate is (conservative).
 //
 // The candidates, the subtransaction and the PL/pgSQL walk are shared with ck.lock_audit
-// (function_bodies.cpp). Each function is analysed inside a subtransaction that is always rolled back, so the
-// locks taken by parse analysis and the temporary search_path go away, and a body that does
-// not parse becomes a row "could not analyse: ..." instead of failing the whole audit.
+// (function_bodies.cpp). Each function is analysed inside a subtransaction that is always
+// rolled back, so the locks taken by parse analysis and the temporary search_path go away,
+// and a body that does not parse becomes a row "could not analyse: ..." instead of failing
+// the whole audit.
 // All analysis code below the driver is plain C over PostgreSQL data (palloc, List): it
 // runs inside one pg_call per function and owns no C++ object.
 #include "boundary.hpp"
