@@ -255,3 +255,12 @@ COMMENT ON FUNCTION ck.lock_rows(regclass, anyarray, text, interval, name) IS
 
 COMMENT ON FUNCTION ck.sqlstate_action(text) IS
 'what a client should do with an error: retry (40001, 40P01, CK006), busy (55P03), conflict (23505, 23P01, CK001-CK005) or error';
+
+-- PARALLEL UNSAFE like ck.volatility_audit: each function is analysed in a subtransaction,
+-- which PostgreSQL refuses in parallel mode.
+CREATE FUNCTION ck.lock_audit(schema name DEFAULT NULL)
+RETURNS TABLE(func regprocedure, statement text, advice text)
+LANGUAGE c STABLE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_lock_audit';
+COMMENT ON FUNCTION ck.lock_audit(name) IS
+'statements of SQL and PL/pgSQL functions that take FOR UPDATE on a table a foreign key references while the function neither deletes from it nor changes a referenced key: FOR NO KEY UPDATE would do and does not block inserts of referencing rows; a body that cannot be analysed gives a row saying so; all non-system schemas but ck when schema is NULL';

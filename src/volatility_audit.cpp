@@ -12,12 +12,15 @@
 //    reads; function and operator names are resolved to every pg_proc / pg_operator
 //    candidate, and a call counts as volatile when any candidate is (conservative).
 //
-// Each function is analysed inside a subtransaction that is always rolled back, so the
-// locks taken by parse analysis and the temporary search_path go away, and a body that does
-// not parse becomes a row "could not analyse: ..." instead of failing the whole audit.
+// The candidates, the subtransaction and the PL/pgSQL walk are shared with ck.lock_audit
+// (function_bodies.cpp). Each function is analysed inside a subtransaction that is always
+// rolled back, so the locks taken by parse analysis and the temporary search_path go away,
+// and a body that does not parse becomes a row "could not analyse: ..." instead of failing
+// the whole audit.
 // All analysis code below the driver is plain C over PostgreSQL data (palloc, List): it
 // runs inside one pg_call per function and owns no C++ object.
 #include "boundary.hpp"
+#include "function_bodies.hpp"
 #include "qualify.hpp"
 #include "spi.hpp"
 
@@ -25,7 +28,6 @@
 
 extern "C" {
 #include "catalog/namespace.h"
-#include "utils/array.h"
 #include "utils/catcache.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
@@ -37,12 +39,9 @@ extern "C" {
 #include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
-#include "utils/guc.h"
 #include "utils/regproc.h"
-#include "utils/resowner.h"
 #include "utils/syscache.h"
 
-#include "plpgsql.h"
 }
 
 namespace {
@@ -62,24 +61,6 @@ struct Verdict {
     const char *suggested; // nullptr: could not analyse
     const char *reason;
 };
-
-#if PG_VERSION_NUM >= 160000
-// Since 16 the tree walkers are macros that cast to tree_walker_callback, which is already
-// the walkers' own type: pass them through unchanged.
-tree_walker_callback as_walker(tree_walker_callback fn)
-{
-    return fn;
-}
-#else
-using Walker = bool (*)();
-
-// Before 16 the tree walkers take an unprototyped function pointer (C's "bool (*)()");
-// going through void (*)() says the conversion is intended.
-Walker as_walker(bool (*fn)(Node *, void *))
-{
-    return reinterpret_cast<Walker>(reinterpret_cast<void (*)()>(fn));
-}
-#endif
 
 void note_read(Facts *f, const char *name)
 {
@@ -199,7 +180,7 @@ bool walk_query(Query *q, Facts *f)
         if (rte->rtekind == RTE_RELATION)
             note_read(f, relation_display(rte->relid));
     }
-    return query_tree_walker(q, as_walker(query_walker), f, 0);
+    return query_tree_walker(q, ck::as_walker(query_walker), f, 0);
 }
 
 // Walks expressions and sub-queries; stops at the first certain side effect.
@@ -219,7 +200,7 @@ bool query_walker(Node *node, void *context)
     check_functions_in_node(node, note_function, f);
     if (f->effect != nullptr)
         return true;
-    return expression_tree_walker(node, as_walker(query_walker), f);
+    return expression_tree_walker(node, ck::as_walker(query_walker), f);
 }
 
 // A SELECT is rewritten as the executor would see it (views expanded, RLS quals added).
@@ -423,7 +404,7 @@ bool raw_walker(Node *node, void *context)
     }
     if (f->effect != nullptr)
         return true;
-    return raw_expression_tree_walker(node, as_walker(raw_walker), f);
+    return raw_expression_tree_walker(node, ck::as_walker(raw_walker), f);
 }
 
 // One raw statement: DML and SELECT are walked; anything else is a utility statement.
@@ -445,236 +426,31 @@ void walk_raw_statement(Node *stmt, Facts *f)
     }
 }
 
-void walk_raw_text(const char *sql, RawParseMode mode, Facts *f)
+// The statement callbacks of the shared body walk: they stop it at the first certain effect.
+bool on_statement(RawStmt *raw, const char *source, void *arg)
 {
-    ListCell *lc;
-    foreach (lc, raw_parser(sql, mode)) {
-        walk_raw_statement(lfirst_node(RawStmt, lc)->stmt, f);
-        if (f->effect != nullptr)
-            return;
-    }
+    Facts *f = static_cast<Facts *>(arg);
+    walk_raw_statement(raw->stmt, f);
+    return f->effect != nullptr;
 }
 
-/* ---------------------------------------------------------------------------------------
- * PL/pgSQL
- * ------------------------------------------------------------------------------------- */
-
-void walk_expr(PLpgSQL_expr *expr, Facts *f)
+bool on_effect(const char *what, void *arg)
 {
-    if (expr != nullptr && f->effect == nullptr)
-        walk_raw_text(expr->query, expr->parseMode, f);
+    Facts *f = static_cast<Facts *>(arg);
+    note_effect(f, what);
+    return f->effect != nullptr;
 }
 
-void walk_exprs(List *exprs, Facts *f)
+bool on_maybe(const char *what, void *arg)
 {
-    ListCell *lc;
-    foreach (lc, exprs)
-        walk_expr((PLpgSQL_expr *) lfirst(lc), f);
+    Facts *f = static_cast<Facts *>(arg);
+    note_maybe(f, what);
+    return f->effect != nullptr;
 }
 
-// EXECUTE and friends: the statement text is only known at run time.
-void walk_dynamic(PLpgSQL_expr *query, List *params, const char *what, Facts *f)
+ck::BodyWalk body_walk(Facts *f)
 {
-    note_maybe(f, psprintf("runs dynamic SQL (%s) that cannot be analysed", what));
-    walk_expr(query, f);
-    walk_exprs(params, f);
-}
-
-void walk_stmts(List *stmts, Facts *f);
-
-void walk_stmt(PLpgSQL_stmt *stmt, Facts *f)
-{
-    ListCell *lc;
-    switch (stmt->cmd_type) {
-    case PLPGSQL_STMT_BLOCK: {
-        auto *s = (PLpgSQL_stmt_block *) stmt;
-        walk_stmts(s->body, f);
-        if (s->exceptions != nullptr) {
-            foreach (lc, s->exceptions->exc_list)
-                walk_stmts(((PLpgSQL_exception *) lfirst(lc))->action, f);
-        }
-        break;
-    }
-    case PLPGSQL_STMT_ASSIGN:
-        walk_expr(((PLpgSQL_stmt_assign *) stmt)->expr, f);
-        break;
-    case PLPGSQL_STMT_IF: {
-        auto *s = (PLpgSQL_stmt_if *) stmt;
-        walk_expr(s->cond, f);
-        walk_stmts(s->then_body, f);
-        foreach (lc, s->elsif_list) {
-            auto *e = (PLpgSQL_if_elsif *) lfirst(lc);
-            walk_expr(e->cond, f);
-            walk_stmts(e->stmts, f);
-        }
-        walk_stmts(s->else_body, f);
-        break;
-    }
-    case PLPGSQL_STMT_CASE: {
-        auto *s = (PLpgSQL_stmt_case *) stmt;
-        walk_expr(s->t_expr, f);
-        foreach (lc, s->case_when_list) {
-            auto *w = (PLpgSQL_case_when *) lfirst(lc);
-            walk_expr(w->expr, f);
-            walk_stmts(w->stmts, f);
-        }
-        walk_stmts(s->else_stmts, f);
-        break;
-    }
-    case PLPGSQL_STMT_LOOP:
-        walk_stmts(((PLpgSQL_stmt_loop *) stmt)->body, f);
-        break;
-    case PLPGSQL_STMT_WHILE: {
-        auto *s = (PLpgSQL_stmt_while *) stmt;
-        walk_expr(s->cond, f);
-        walk_stmts(s->body, f);
-        break;
-    }
-    case PLPGSQL_STMT_FORI: {
-        auto *s = (PLpgSQL_stmt_fori *) stmt;
-        walk_expr(s->lower, f);
-        walk_expr(s->upper, f);
-        walk_expr(s->step, f);
-        walk_stmts(s->body, f);
-        break;
-    }
-    case PLPGSQL_STMT_FORS: {
-        auto *s = (PLpgSQL_stmt_fors *) stmt;
-        walk_expr(s->query, f);
-        walk_stmts(s->body, f);
-        break;
-    }
-    case PLPGSQL_STMT_FORC: {
-        // The cursor's own query is a datum (walked with the other datums).
-        auto *s = (PLpgSQL_stmt_forc *) stmt;
-        walk_expr(s->argquery, f);
-        walk_stmts(s->body, f);
-        break;
-    }
-    case PLPGSQL_STMT_FOREACH_A: {
-        auto *s = (PLpgSQL_stmt_foreach_a *) stmt;
-        walk_expr(s->expr, f);
-        walk_stmts(s->body, f);
-        break;
-    }
-    case PLPGSQL_STMT_EXIT:
-        walk_expr(((PLpgSQL_stmt_exit *) stmt)->cond, f);
-        break;
-    case PLPGSQL_STMT_RETURN:
-        walk_expr(((PLpgSQL_stmt_return *) stmt)->expr, f);
-        break;
-    case PLPGSQL_STMT_RETURN_NEXT:
-        walk_expr(((PLpgSQL_stmt_return_next *) stmt)->expr, f);
-        break;
-    case PLPGSQL_STMT_RETURN_QUERY: {
-        auto *s = (PLpgSQL_stmt_return_query *) stmt;
-        walk_expr(s->query, f);
-        if (s->dynquery != nullptr)
-            walk_dynamic(s->dynquery, s->params, "RETURN QUERY EXECUTE", f);
-        break;
-    }
-    case PLPGSQL_STMT_RAISE: {
-        // RAISE (any level) only reports; its arguments are still expressions to check.
-        auto *s = (PLpgSQL_stmt_raise *) stmt;
-        walk_exprs(s->params, f);
-        foreach (lc, s->options)
-            walk_expr(((PLpgSQL_raise_option *) lfirst(lc))->expr, f);
-        break;
-    }
-    case PLPGSQL_STMT_ASSERT: {
-        auto *s = (PLpgSQL_stmt_assert *) stmt;
-        walk_expr(s->cond, f);
-        walk_expr(s->message, f);
-        break;
-    }
-    case PLPGSQL_STMT_EXECSQL:
-        walk_expr(((PLpgSQL_stmt_execsql *) stmt)->sqlstmt, f);
-        break;
-    case PLPGSQL_STMT_DYNEXECUTE: {
-        auto *s = (PLpgSQL_stmt_dynexecute *) stmt;
-        walk_dynamic(s->query, s->params, "EXECUTE", f);
-        break;
-    }
-    case PLPGSQL_STMT_DYNFORS: {
-        auto *s = (PLpgSQL_stmt_dynfors *) stmt;
-        walk_dynamic(s->query, s->params, "FOR ... IN EXECUTE", f);
-        walk_stmts(s->body, f);
-        break;
-    }
-    case PLPGSQL_STMT_OPEN: {
-        auto *s = (PLpgSQL_stmt_open *) stmt;
-        walk_expr(s->argquery, f);
-        walk_expr(s->query, f);
-        if (s->dynquery != nullptr)
-            walk_dynamic(s->dynquery, s->params, "OPEN ... FOR EXECUTE", f);
-        break;
-    }
-    case PLPGSQL_STMT_FETCH:
-        walk_expr(((PLpgSQL_stmt_fetch *) stmt)->expr, f);
-        break;
-    case PLPGSQL_STMT_PERFORM:
-        walk_expr(((PLpgSQL_stmt_perform *) stmt)->expr, f);
-        break;
-    case PLPGSQL_STMT_CALL:
-        // CALL or DO: a utility statement, which walk_raw_text reports as such.
-        walk_expr(((PLpgSQL_stmt_call *) stmt)->expr, f);
-        break;
-    case PLPGSQL_STMT_COMMIT:
-        note_effect(f, "ends the transaction: COMMIT");
-        break;
-    case PLPGSQL_STMT_ROLLBACK:
-        note_effect(f, "ends the transaction: ROLLBACK");
-        break;
-    case PLPGSQL_STMT_GETDIAG:
-    case PLPGSQL_STMT_CLOSE:
-        break;
-    default:
-        note_maybe(f, psprintf("has a PL/pgSQL statement of unknown kind %d", (int) stmt->cmd_type));
-        break;
-    }
-}
-
-void walk_stmts(List *stmts, Facts *f)
-{
-    ListCell *lc;
-    foreach (lc, stmts) {
-        if (f->effect != nullptr)
-            return;
-        walk_stmt((PLpgSQL_stmt *) lfirst(lc), f);
-    }
-}
-
-using CompileFn = PLpgSQL_function *(*) (FunctionCallInfo, bool);
-
-// Compiled by PL/pgSQL itself, as plpgsql_validator does (forValidator resolves
-// polymorphic arguments to placeholder types); trigger functions are never passed here.
-void analyse_plpgsql(Oid fn, Facts *f)
-{
-    static CompileFn compile = nullptr;
-    if (compile == nullptr)
-        compile = (CompileFn) load_external_function("$libdir/plpgsql", "plpgsql_compile", true, nullptr);
-    LOCAL_FCINFO(fake, 0);
-    FmgrInfo flinfo;
-    MemSet(fake, 0, SizeForFunctionCallInfo(0));
-    MemSet(&flinfo, 0, sizeof(flinfo));
-    fake->flinfo = &flinfo;
-    flinfo.fn_oid = fn;
-    flinfo.fn_mcxt = CurrentMemoryContext;
-    PLpgSQL_function *func = compile(fake, true);
-
-    // Declared defaults and bound cursor queries are statements too.
-    for (int i = 0; i < func->ndatums && f->effect == nullptr; i++) {
-        PLpgSQL_datum *d = func->datums[i];
-        if (d->dtype == PLPGSQL_DTYPE_VAR || d->dtype == PLPGSQL_DTYPE_PROMISE) {
-            auto *var = (PLpgSQL_var *) d;
-            walk_expr(var->default_val, f);
-            walk_expr(var->cursor_explicit_expr, f);
-        } else if (d->dtype == PLPGSQL_DTYPE_REC) {
-            walk_expr(((PLpgSQL_rec *) d)->default_val, f);
-        }
-    }
-    if (f->effect == nullptr)
-        walk_stmt((PLpgSQL_stmt *) func->action, f);
+    return ck::BodyWalk{on_statement, on_effect, on_maybe, f, false};
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -716,7 +492,8 @@ void analyse_sql_string(HeapTuple tup, Facts *f)
         elog(ERROR, "null prosrc for function %u", proc->oid);
     char *source = TextDatumGetCString(src);
     if (has_polymorphic_argument(proc)) {
-        walk_raw_text(source, RAW_PARSE_DEFAULT, f);
+        ck::BodyWalk w = body_walk(f);
+        ck::walk_raw_text(source, RAW_PARSE_DEFAULT, &w);
         return;
     }
     SQLFunctionParseInfoPtr pinfo = prepare_sql_fn_parse_info(tup, nullptr, InvalidOid);
@@ -739,34 +516,6 @@ void analyse_sql_string(HeapTuple tup, Facts *f)
         if (f->effect != nullptr)
             return;
     }
-}
-
-// The function's own SET search_path when it has one, else its schema then the session's
-// default path: unqualified names then resolve as they would for a typical caller.
-void set_analysis_search_path(HeapTuple tup)
-{
-    Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tup);
-    const char *path = nullptr;
-    bool isnull;
-    Datum config = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_proconfig, &isnull);
-    if (!isnull) {
-        Datum *items;
-        bool *nulls;
-        int n;
-        deconstruct_array(DatumGetArrayTypeP(config), TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &n);
-        for (int i = 0; i < n; i++) {
-            char *item = TextDatumGetCString(items[i]);
-            if (strncmp(item, "search_path=", 12) == 0)
-                path = item + 12;
-        }
-    }
-    if (path == nullptr) {
-        char *nsp = get_namespace_name(proc->pronamespace);
-        const char *reset = GetConfigOptionResetString("search_path");
-        path = psprintf("%s%s%s", quote_identifier(nsp), reset[0] ? ", " : "", reset);
-    }
-    NewGUCNestLevel(); // popped by the subtransaction's rollback
-    set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -810,15 +559,18 @@ Verdict judge(char declared, const Facts &f, MemoryContext out)
     return Verdict{false, nullptr, nullptr};
 }
 
+// Where the verdict of one function goes (its strings in `out`).
+struct Audit {
+    Verdict verdict;
+    MemoryContext out;
+};
+
 // Runs inside the subtransaction; every allocation but the verdict's strings is thrown away.
-Verdict analyse(Oid fn, char declared, bool is_sql, MemoryContext out)
+void analyse(const ck::AuditCandidate &c, HeapTuple tup, void *arg)
 {
-    HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
-    if (!HeapTupleIsValid(tup))
-        return Verdict{false, nullptr, nullptr}; // dropped since it was listed
-    set_analysis_search_path(tup);
+    Audit *a = static_cast<Audit *>(arg);
     Facts f{};
-    if (is_sql) {
+    if (c.is_sql) {
         bool isnull;
         Datum body = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosqlbody, &isnull);
         if (!isnull)
@@ -826,99 +578,10 @@ Verdict analyse(Oid fn, char declared, bool is_sql, MemoryContext out)
         else
             analyse_sql_string(tup, &f);
     } else {
-        analyse_plpgsql(fn, &f);
+        ck::BodyWalk w = body_walk(&f);
+        ck::walk_plpgsql_body(c.fn, &w);
     }
-    ReleaseSysCache(tup);
-    return judge(declared, f, out);
-}
-
-struct Candidate {
-    Oid fn;
-    char declared;
-    bool is_sql;
-};
-
-// Errors that must stop the audit rather than become "could not analyse".
-bool must_propagate(const ErrorData *e)
-{
-    int category = ERRCODE_TO_CATEGORY(e->sqlerrcode);
-    return category == ERRCODE_TO_CATEGORY(ERRCODE_OPERATOR_INTERVENTION) ||
-           category == ERRCODE_TO_CATEGORY(ERRCODE_INSUFFICIENT_RESOURCES) ||
-           category == ERRCODE_TO_CATEGORY(ERRCODE_SYSTEM_ERROR);
-}
-
-// One function in its own subtransaction, rolled back whether or not analysis succeeded.
-Verdict audit_one(const Candidate &c, MemoryContext out, MemoryContext work)
-{
-    ResourceOwner owner = CurrentResourceOwner;
-    ck::pg_call([&] {
-        BeginInternalSubTransaction(nullptr);
-        MemoryContextSwitchTo(work);
-    });
-    Verdict v{};
-    ErrorData *error = nullptr;
-    try {
-        v = ck::pg_call([&] { return analyse(c.fn, c.declared, c.is_sql, out); });
-    } catch (const ck::PgError &e) {
-        error = e.data();
-    }
-    bool propagate = error != nullptr && must_propagate(error);
-    ck::pg_call([&] {
-        if (error != nullptr && !propagate)
-            v = Verdict{true, nullptr, psprintf("could not analyse: %s", error->message)};
-        if (v.reason != nullptr)
-            v.reason = MemoryContextStrdup(out, v.reason);
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(out);
-        CurrentResourceOwner = owner;
-    });
-    if (propagate)
-        throw ck::PgError(error); // still in `work`, which lives until the call ends
-    ck::pg_call([&] { MemoryContextReset(work); });
-    return v;
-}
-
-// SQL and PL/pgSQL functions in scope, trigger functions excluded. Without a schema:
-// every schema but the system ones and ck, and no function that belongs to an extension.
-#define EQ CK_OP("=")
-const char *const ListSql =
-    "SELECT p.oid, p.provolatile, l.lanname" EQ "'sql'::pg_catalog.name"
-    "  FROM pg_catalog.pg_proc p"
-    "  JOIN pg_catalog.pg_namespace n ON n.oid" EQ "p.pronamespace"
-    "  JOIN pg_catalog.pg_language l ON l.oid" EQ "p.prolang"
-    " WHERE p.prokind" EQ "'f'::pg_catalog.\"char\" AND l.lanname" EQ "ANY ('{sql,plpgsql}'::pg_catalog.name[])"
-    "   AND NOT p.prorettype" EQ "ANY ('{pg_catalog.trigger,pg_catalog.event_trigger}'::pg_catalog.regtype[])"
-    "   AND CASE WHEN $1 IS NOT NULL THEN n.oid" EQ "$1"
-    "       ELSE NOT n.nspname" EQ "ANY ('{pg_catalog,information_schema,pg_toast,ck}'::pg_catalog.name[])"
-    "        AND n.nspname" CK_OP("!~") "'^pg_(toast_)?temp_'::pg_catalog.text"
-    "        AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d"
-    "                         WHERE d.classid" EQ "'pg_catalog.pg_proc'::pg_catalog.regclass"
-    "                           AND d.objid" EQ "p.oid AND d.deptype" EQ "'e'::pg_catalog.\"char\") END"
-    " ORDER BY n.nspname, p.proname, p.oid";
-#undef EQ
-
-std::vector<Candidate> list_candidates(Oid nsp)
-{
-    std::vector<Candidate> out;
-    ck::spi_connect();
-    Oid types[1] = {OIDOID};
-    Datum values[1] = {ObjectIdGetDatum(nsp)};
-    const char nulls[2] = {OidIsValid(nsp) ? ' ' : 'n', '\0'};
-    uint64 n = ck::pg_call([&] {
-        if (SPI_execute_with_args(ListSql, 1, types, values, nulls, true, 0) != SPI_OK_SELECT)
-            elog(ERROR, "could not list functions");
-        return SPI_processed;
-    });
-    for (uint64 i = 0; i < n; i++) {
-        bool isnull;
-        Candidate c;
-        c.fn = DatumGetObjectId(ck::result_datum(i, 1, &isnull));
-        c.declared = DatumGetChar(ck::result_datum(i, 2, &isnull));
-        c.is_sql = DatumGetBool(ck::result_datum(i, 3, &isnull));
-        out.push_back(c);
-    }
-    ck::spi_finish();
-    return out;
+    a->verdict = judge(c.declared, f, a->out);
 }
 
 const char *volatility_name(char v)
@@ -930,20 +593,18 @@ const char *volatility_name(char v)
 
 CK_FUNCTION(ck_volatility_audit)
 {
-    Oid nsp = InvalidOid;
-    if (!PG_ARGISNULL(0)) {
-        const char *name = NameStr(*PG_GETARG_NAME(0));
-        nsp = ck::pg_call([&] { return get_namespace_oid(name, false); });
-    }
+    Oid nsp = ck::audit_schema(fcinfo);
     ReturnSetInfo *rsinfo = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
-    std::vector<Candidate> candidates = list_candidates(nsp);
+    std::vector<ck::AuditCandidate> candidates = ck::list_audit_candidates(nsp);
 
     MemoryContext out = CurrentMemoryContext;
     MemoryContext work = ck::pg_call([&] {
         return AllocSetContextCreate(out, "ck.volatility_audit", ALLOCSET_DEFAULT_SIZES);
     });
-    for (const Candidate &c : candidates) {
-        Verdict v = audit_one(c, out, work);
+    for (const ck::AuditCandidate &c : candidates) {
+        Audit a{Verdict{false, nullptr, nullptr}, out};
+        const char *error = ck::audit_function(c, analyse, &a, out, work);
+        Verdict v = error != nullptr ? Verdict{true, nullptr, error} : a.verdict;
         if (!v.report)
             continue;
         ck::pg_call([&] {

@@ -71,7 +71,8 @@ INSERT INTO expected_functions VALUES
     ('add_overlap_guard',   '{regclass,name,name[],name}',                            'text',    'volatile',  'unsafe', false),
     ('unique_guard_ddl',    '{regclass,name[],text}',                                 'text',    'stable',    'safe',   false),
     ('scan_check',          '{text}',                                                 'setof record', 'volatile', 'unsafe', false),
-    ('volatility_audit',    '{name}',                                                 'setof record', 'stable', 'unsafe', false);
+    ('volatility_audit',    '{name}',                                                 'setof record', 'stable', 'unsafe', false),
+    ('lock_audit',          '{name}',                                                 'setof record', 'stable', 'unsafe', false);
 
 CREATE TEMP VIEW expected_procs AS
 SELECT e.*, format('ck.%s(%s)', e.name, array_to_string(e.args, ','))::regprocedure AS oid
