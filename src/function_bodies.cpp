@@ -368,6 +368,9 @@ void walk_sql_body(HeapTuple tup, BodyWalk *w)
     }
 }
 
+namespace {
+
+// The audit's schema argument (argument 0): InvalidOid when NULL; 3F000 when it does not exist.
 Oid audit_schema(FunctionCallInfo fcinfo)
 {
     if (PG_ARGISNULL(0))
@@ -376,6 +379,8 @@ Oid audit_schema(FunctionCallInfo fcinfo)
     return pg_call([&] { return get_namespace_oid(name, false); });
 }
 
+// SQL and PL/pgSQL functions in scope, trigger functions excluded. Without a schema:
+// every schema but the system ones and ck, and no function that belongs to an extension.
 std::vector<AuditCandidate> list_audit_candidates(Oid nsp)
 {
     std::vector<AuditCandidate> out;
@@ -400,6 +405,11 @@ std::vector<AuditCandidate> list_audit_candidates(Oid nsp)
     return out;
 }
 
+// One function in its own subtransaction, rolled back whether or not analysis succeeded;
+// allocations go to `work` (reset afterwards). Returns nullptr when analyse ran to the end
+// (or the function was dropped since it was listed), else "could not analyse: ..." in `out`.
+// Errors of the classes that must stop the audit (operator intervention, resources, system)
+// are rethrown.
 const char *audit_function(const AuditCandidate &c, AnalyseFn fn, void *arg, MemoryContext out,
                            MemoryContext work)
 {
@@ -427,6 +437,22 @@ const char *audit_function(const AuditCandidate &c, AnalyseFn fn, void *arg, Mem
         throw PgError(error); // still in `work`, which lives until the call ends
     pg_call([&] { MemoryContextReset(work); });
     return message;
+}
+
+} // namespace
+
+void run_audit(FunctionCallInfo fcinfo, AnalyseFn analyse, ReportFn report, void *arg)
+{
+    Oid nsp = audit_schema(fcinfo);
+    ReturnSetInfo *rsinfo = pg_call([&] { return begin_result_set(fcinfo); });
+    std::vector<AuditCandidate> candidates = list_audit_candidates(nsp);
+    MemoryContext out = CurrentMemoryContext;
+    MemoryContext work = pg_call([&] { return AllocSetContextCreate(out, "ck audit", ALLOCSET_DEFAULT_SIZES); });
+    for (const AuditCandidate &c : candidates) {
+        const char *error = audit_function(c, analyse, arg, out, work);
+        pg_call([&] { report(c, error, arg, rsinfo); });
+    }
+    pg_call([&] { MemoryContextDelete(work); });
 }
 
 } // namespace ck

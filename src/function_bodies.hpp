@@ -26,23 +26,19 @@ struct AuditCandidate {
     bool is_sql;   // else PL/pgSQL
 };
 
-// The audit's schema argument (argument 0): InvalidOid when NULL; 3F000 when it does not exist.
-Oid audit_schema(FunctionCallInfo fcinfo);
-
-// SQL and PL/pgSQL functions in scope, trigger functions excluded. Without a schema:
-// every schema but the system ones and ck, and no function that belongs to an extension.
-std::vector<AuditCandidate> list_audit_candidates(Oid nsp);
-
-// Runs inside the subtransaction with the function's search path set; tup is its pg_proc row.
+// Runs inside the function's own subtransaction, always rolled back, with its search path set;
+// tup is its pg_proc row. An error is reported as "could not analyse: ..." (errors of the
+// classes that must stop the audit are rethrown).
 using AnalyseFn = void (*)(const AuditCandidate &c, HeapTuple tup, void *arg);
 
-// One function in its own subtransaction, rolled back whether or not analysis succeeded;
-// allocations go to `work` (reset afterwards). Returns nullptr when analyse ran to the end
-// (or the function was dropped since it was listed), else "could not analyse: ..." in `out`.
-// Errors of the classes that must stop the audit (operator intervention, resources, system)
-// are rethrown.
-const char *audit_function(const AuditCandidate &c, AnalyseFn analyse, void *arg, MemoryContext out,
-                           MemoryContext work);
+// Puts the rows of one audited function into the result set, then readies arg for the next;
+// error is audit_function's. Runs inside pg_call.
+using ReportFn = void (*)(const AuditCandidate &c, const char *error, void *arg, ReturnSetInfo *rsinfo);
+
+// An audit call (schema name as argument 0, NULL for all): every function in scope is analysed
+// by audit_function, then reported. Allocations that must outlive the analysis go to the
+// context current at the call (the result set's rows are copied in any case).
+void run_audit(FunctionCallInfo fcinfo, AnalyseFn analyse, ReportFn report, void *arg);
 
 // Callbacks of a body walk; each returns true to stop the walk.
 struct BodyWalk {

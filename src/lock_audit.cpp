@@ -13,7 +13,6 @@
 #include "qualify.hpp"
 #include "spi.hpp"
 
-#include <vector>
 
 extern "C" {
 #include "access/genam.h"
@@ -341,35 +340,28 @@ void analyse(const ck::AuditCandidate &c, HeapTuple tup, void *arg)
     }
 }
 
+// Its rows; of a body that failed half-way, only the error (its rows are dropped with it).
+void report(const ck::AuditCandidate &c, const char *error, void *arg, ReturnSetInfo *rsinfo)
+{
+    Audit *a = static_cast<Audit *>(arg);
+    if (error != nullptr)
+        a->rows = list_make2((void *) nullptr, (void *) error);
+    for (int i = 0; i + 1 < list_length(a->rows); i += 2) {
+        const char *statement = (const char *) list_nth(a->rows, i);
+        const char *advice = (const char *) list_nth(a->rows, i + 1);
+        Datum values[3] = {ObjectIdGetDatum(c.fn), statement ? CStringGetTextDatum(statement) : (Datum) 0,
+                           CStringGetTextDatum(advice)};
+        bool nulls[3] = {false, statement == nullptr, false};
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+    a->rows = NIL;
+}
+
 } // namespace
 
 CK_FUNCTION(ck_lock_audit)
 {
-    Oid nsp = ck::audit_schema(fcinfo);
-    ReturnSetInfo *rsinfo = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
-    std::vector<ck::AuditCandidate> candidates = ck::list_audit_candidates(nsp);
-
-    MemoryContext out = CurrentMemoryContext;
-    MemoryContext work =
-        ck::pg_call([&] { return AllocSetContextCreate(out, "ck.lock_audit", ALLOCSET_DEFAULT_SIZES); });
-    for (const ck::AuditCandidate &c : candidates) {
-        Audit a{NIL, out};
-        const char *error = ck::audit_function(c, analyse, &a, out, work);
-        ck::pg_call([&] {
-            if (error != nullptr) {
-                // The rows of a body that failed half-way are dropped with it.
-                a.rows = list_make2((void *) nullptr, (void *) error);
-            }
-            for (int i = 0; i + 1 < list_length(a.rows); i += 2) {
-                const char *statement = (const char *) list_nth(a.rows, i);
-                const char *advice = (const char *) list_nth(a.rows, i + 1);
-                Datum values[3] = {ObjectIdGetDatum(c.fn), statement ? CStringGetTextDatum(statement) : (Datum) 0,
-                                   CStringGetTextDatum(advice)};
-                bool nulls[3] = {false, statement == nullptr, false};
-                tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-            }
-        });
-    }
-    ck::pg_call([&] { MemoryContextDelete(work); });
+    Audit a{NIL, CurrentMemoryContext};
+    ck::run_audit(fcinfo, analyse, report, &a);
     return (Datum) 0;
 }

@@ -90,6 +90,7 @@ struct Prepared {
     Interval lease{};
     BlockNumber planned_blocks = 0;   // the claim: the queue's size when it was planned
     Oid dead_letters = InvalidOid;    // the queue's dead-letter table
+    bool has_dependencies = false;    // the queue has the columns of dependencies (0.3.1)
     mutable bool planned = false;     // its generic plan has been made (see queue.cpp)
 };
 

@@ -26,6 +26,33 @@ extern "C" {
 #include <algorithm>
 #include <cmath>
 
+namespace ck {
+
+// Whether the caller may bury: move jobs out of the queue (SELECT, DELETE) into its dead
+// letters (INSERT). A worker without those rights claims all the same and leaves the burial
+// to one that has them.
+bool may_bury(Oid queue, Oid dead_letters)
+{
+    return pg_call([&] {
+        Oid user = GetUserId();
+        // (pg_class_aclcheck is satisfied by any one bit of its mask: one call per right.)
+        return pg_class_aclcheck(queue, user, ACL_SELECT) == ACLCHECK_OK &&
+               pg_class_aclcheck(queue, user, ACL_DELETE) == ACLCHECK_OK &&
+               pg_class_aclcheck(dead_letters, user, ACL_INSERT) == ACLCHECK_OK;
+    });
+}
+
+bool may_claim(Oid queue)
+{
+    return pg_call([&] {
+        Oid user = GetUserId();
+        return pg_class_aclcheck(queue, user, ACL_SELECT) == ACLCHECK_OK &&
+               pg_class_aclcheck(queue, user, ACL_UPDATE) == ACLCHECK_OK;
+    });
+}
+
+} // namespace ck
+
 namespace {
 
 using ck::Activity;
@@ -91,28 +118,6 @@ uint64 execute_in_index_order(Oid queue, const Prepared &p, Datum *values, ck::S
                                : ck::execute_plan(p.plan, values, nullptr, snap);
 }
 
-// Whether the caller may bury: move jobs out of the queue (SELECT, DELETE) into its dead
-// letters (INSERT). A worker without those rights claims all the same and leaves the burial
-// to one that has them.
-bool may_bury(Oid queue, Oid dead_letters)
-{
-    return ck::pg_call([&] {
-        Oid user = GetUserId();
-        // (pg_class_aclcheck is satisfied by any one bit of its mask: one call per right.)
-        return pg_class_aclcheck(queue, user, ACL_SELECT) == ACLCHECK_OK &&
-               pg_class_aclcheck(queue, user, ACL_DELETE) == ACLCHECK_OK &&
-               pg_class_aclcheck(dead_letters, user, ACL_INSERT) == ACLCHECK_OK;
-    });
-}
-
-bool may_claim(Oid queue)
-{
-    return ck::pg_call([&] {
-        Oid user = GetUserId();
-        return pg_class_aclcheck(queue, user, ACL_SELECT) == ACLCHECK_OK &&
-               pg_class_aclcheck(queue, user, ACL_UPDATE) == ACLCHECK_OK;
-    });
-}
 
 // The claimed rows of the last execution (id, lease_token, attempt, payload, lease_until, old
 // priority, old run_at, old xmin) go to the result; each is ready again at its old key if this
@@ -220,7 +225,7 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
     // With no priority known there is no statement to run, and so no privilege checked by
     // one: a caller without SELECT and UPDATE on the queue runs the full claim, which raises
     // what the hand-written claim would (or succeeds on column privileges).
-    if (view.mode == ck::ClaimMode::Frontier && view.npriorities == 0 && !may_claim(queue))
+    if (view.mode == ck::ClaimMode::Frontier && view.npriorities == 0 && !ck::may_claim(queue))
         view.mode = ck::ClaimMode::Full;
 
     uint64 n = 0;
@@ -250,7 +255,7 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
     if (n < static_cast<uint64>(batch) || ++claims_since_burial >= 64) {
         claims_since_burial = 0;
         replan_if_grown(queue, *used);
-        if (may_bury(queue, claim.dead_letters))
+        if (ck::may_bury(queue, claim.dead_letters))
             bury(queue, view, moment, snap, snapshot);
     }
     if (snapshot != nullptr)

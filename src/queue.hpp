@@ -36,6 +36,13 @@ Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, D
 // The unique_for argument argno: NULL (nullptr), or positive and finite, and only with a key.
 const Interval *unique_for_arg(FunctionCallInfo fcinfo, int argno, int key_argno);
 
+// Whether the caller may bury: move jobs out of the queue (SELECT, DELETE) into its dead
+// letters (INSERT).
+bool may_bury(Oid queue, Oid dead_letters);
+
+// Whether the caller may claim: SELECT and UPDATE on the queue.
+bool may_claim(Oid queue);
+
 // The number of pages of table relid now.
 BlockNumber table_blocks(Oid relid);
 

@@ -208,8 +208,7 @@ Waiting wait_for(Oid queue, const Dependencies &deps)
             // Claims skip a job while it is locked here: where the claim frontier must look
             // again once this transaction ends, whichever way.
             JobKey at = job_key(r, 2, 1);
-            frontier_on_commit(queue, at.priority, at.key);
-            frontier_on_abort(queue, at.priority, at.key);
+            frontier_at_end(queue, at.priority, at.key);
         }
     });
     if (unmarked) {
@@ -241,21 +240,16 @@ bool resolve_after_claim(Oid queue, uint64 claimed)
     static uint32 claims = 0;
     if ((claimed > 0 && ++claims % 64 != 0) || IsolationUsesXactSnapshot())
         return false;
-    bool installed = pg_call([] { return OidIsValid(get_relname_relid("dependency_departures", get_namespace_oid("ck", true))); });
-    if (!installed)
+    // A queue without the columns of dependencies (made before 0.3.1, not updated) has none.
+    if (!queue_statement(StatementKind::Claim, queue).has_dependencies)
         return false;
     Datum q[1] = {ObjectIdGetDatum(queue)};
     const Prepared &p = queue_statement(StatementKind::DepAny, queue);
     if (execute_plan(p.plan, q, nullptr, Snap::Fresh) == 0)
         return false;
-    // Burying dependants takes the rights a burial takes; a worker without them leaves it to others.
-    bool may = pg_call([&] {
-        Oid user = GetUserId();
-        return pg_class_aclcheck(queue, user, ACL_DELETE) == ACLCHECK_OK &&
-               pg_class_aclcheck(queue, user, ACL_UPDATE) == ACLCHECK_OK &&
-               pg_class_aclcheck(p.dead_letters, user, ACL_INSERT) == ACLCHECK_OK;
-    });
-    return may && resolve_batch_of(queue) > 0;
+    // Counting dependants down and burying them takes the rights of a claim and of a burial; a
+    // worker without them leaves it to others.
+    return may_claim(queue) && may_bury(queue, p.dead_letters) && resolve_batch_of(queue) > 0;
 }
 
 void resolve_deferred(Oid queue)

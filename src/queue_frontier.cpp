@@ -239,8 +239,8 @@ void learn_priority(Oid queue, int32 priority, FrontierKey key, TimestampTz now)
 
 // This transaction's events, applied when it (or a subtransaction) ends.
 // Lease: a claim's lease end, at commit; its priority is known, so it only matters if the
-// lease has already run out by then.
-enum class EventKind : uint8_t { Abort, Commit, Lease, Reset };
+// lease has already run out by then. End: at commit or abort, whichever comes.
+enum class EventKind : uint8_t { Abort, Commit, End, Lease, Reset };
 struct Event {
     Oid queue;
     EventKind kind;
@@ -296,10 +296,12 @@ void finish(EventKind applied, int level)
             continue;
         }
         bool reset = e.kind == EventKind::Reset;
-        bool applies = e.kind == applied || (e.kind == EventKind::Lease && applied == EventKind::Commit);
+        bool applies = e.kind == applied || e.kind == EventKind::End ||
+                       (e.kind == EventKind::Lease && applied == EventKind::Commit);
+        bool committed = applied == EventKind::Commit && (e.kind == EventKind::Commit || e.kind == EventKind::End);
         if (reset || (applies && e.key.run_at <= now))
             lower(e.queue, reset, e.priority, e.key, now);
-        else if (e.kind == EventKind::Commit && applied == EventKind::Commit)
+        else if (committed)
             learn_priority(e.queue, e.priority, e.key, now);   // a job for later, maybe of a new priority
     }
     nevents = kept;
@@ -575,6 +577,11 @@ void frontier_on_abort(Oid queue, int32 priority, FrontierKey key)
 void frontier_on_commit(Oid queue, int32 priority, FrontierKey key)
 {
     record(EventKind::Commit, queue, priority, key);
+}
+
+void frontier_at_end(Oid queue, int32 priority, FrontierKey key)
+{
+    record(EventKind::End, queue, priority, key);
 }
 
 void frontier_on_commit_lease(Oid queue, int32 priority, FrontierKey key)

@@ -86,6 +86,7 @@ void frontier_on_insert(TriggerData *trigger);
 // jobs came in with no transition table to say where, plain SQL updated or deleted jobs).
 void frontier_on_abort(Oid queue, int32 priority, FrontierKey key);
 void frontier_on_commit(Oid queue, int32 priority, FrontierKey key);
+void frontier_at_end(Oid queue, int32 priority, FrontierKey key);           // either way
 void frontier_on_commit_lease(Oid queue, int32 priority, FrontierKey key);   // a claim's lease end
 void frontier_reset_at_end(Oid queue);
 

@@ -389,6 +389,7 @@ const Prepared &queue_statement(StatementKind kind, Oid relid)
         p.max_attempts = row.max_attempts;
         p.lease = row.lease;
         p.dead_letters = row.dead_letters;
+        p.has_dependencies = has_dependencies;
         if (kind == StatementKind::Claim || kind == StatementKind::ClaimFrom)
             p.planned_blocks = table_blocks(relid);
         return p;

@@ -24,7 +24,6 @@
 #include "qualify.hpp"
 #include "spi.hpp"
 
-#include <vector>
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -589,32 +588,25 @@ const char *volatility_name(char v)
     return v == PROVOLATILE_IMMUTABLE ? "IMMUTABLE" : v == PROVOLATILE_STABLE ? "STABLE" : "VOLATILE";
 }
 
+// One row for a function whose label is wrong or that could not be analysed.
+void report(const ck::AuditCandidate &c, const char *error, void *arg, ReturnSetInfo *rsinfo)
+{
+    Audit *a = static_cast<Audit *>(arg);
+    Verdict v = error != nullptr ? Verdict{true, nullptr, error} : a->verdict;
+    a->verdict = Verdict{false, nullptr, nullptr};
+    if (!v.report)
+        return;
+    Datum values[4] = {ObjectIdGetDatum(c.fn), CStringGetTextDatum(volatility_name(c.declared)),
+                       v.suggested ? CStringGetTextDatum(v.suggested) : (Datum) 0, CStringGetTextDatum(v.reason)};
+    bool nulls[4] = {false, false, v.suggested == nullptr, false};
+    tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
 } // namespace
 
 CK_FUNCTION(ck_volatility_audit)
 {
-    Oid nsp = ck::audit_schema(fcinfo);
-    ReturnSetInfo *rsinfo = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
-    std::vector<ck::AuditCandidate> candidates = ck::list_audit_candidates(nsp);
-
-    MemoryContext out = CurrentMemoryContext;
-    MemoryContext work = ck::pg_call([&] {
-        return AllocSetContextCreate(out, "ck.volatility_audit", ALLOCSET_DEFAULT_SIZES);
-    });
-    for (const ck::AuditCandidate &c : candidates) {
-        Audit a{Verdict{false, nullptr, nullptr}, out};
-        const char *error = ck::audit_function(c, analyse, &a, out, work);
-        Verdict v = error != nullptr ? Verdict{true, nullptr, error} : a.verdict;
-        if (!v.report)
-            continue;
-        ck::pg_call([&] {
-            Datum values[4] = {ObjectIdGetDatum(c.fn), CStringGetTextDatum(volatility_name(c.declared)),
-                               v.suggested ? CStringGetTextDatum(v.suggested) : (Datum) 0,
-                               CStringGetTextDatum(v.reason)};
-            bool nulls[4] = {false, false, v.suggested == nullptr, false};
-            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-        });
-    }
-    ck::pg_call([&] { MemoryContextDelete(work); });
+    Audit a{Verdict{false, nullptr, nullptr}, CurrentMemoryContext};
+    ck::run_audit(fcinfo, analyse, report, &a);
     return (Datum) 0;
 }
