@@ -73,6 +73,18 @@ LANGUAGE sql AS $$
     SELECT 1 FROM parent WHERE id = p FOR UPDATE;
     UPDATE parent SET code = 'z' WHERE id = p;
 $$;
+-- FOR UPDATE on a sub-select in FROM locks the rows it reads (pushed down), by OF its alias too;
+-- OF another item leaves it alone.
+CREATE FUNCTION lock_through_subselect(p int) RETURNS numeric
+LANGUAGE sql AS $$ SELECT s.balance FROM (SELECT balance FROM parent WHERE id = p) AS s FOR UPDATE $$;
+CREATE FUNCTION lock_subselect_of(p int) RETURNS numeric
+LANGUAGE plpgsql AS $$
+DECLARE b numeric;
+BEGIN
+    SELECT s.balance INTO b FROM (SELECT balance FROM parent WHERE id = p) AS s, lonely l WHERE l.id = p FOR UPDATE OF s;
+    SELECT s.balance INTO b FROM (SELECT balance FROM parent WHERE id = p) AS s, lonely l WHERE l.id = p FOR UPDATE OF l;
+    RETURN b;
+END $$;
 -- FOR SHARE: not this audit's business.
 CREATE FUNCTION for_share(p int) RETURNS numeric
 LANGUAGE sql AS $$ SELECT balance FROM parent WHERE id = p FOR SHARE $$;

@@ -77,7 +77,9 @@ void note_lock(Facts *f, RangeVar *rv)
     f->locks = lappend(f->locks, l);
 }
 
-// The tables of a FROM item (through joins); with `name`, only the one so named or aliased.
+// The tables of a FROM item (through joins); with `name`, only the one so named or aliased. A
+// sub-select so locked locks the rows of every table it reads (PostgreSQL pushes the clause
+// down into it).
 void lock_from_item(Facts *f, Node *item, const char *name)
 {
     if (item == nullptr)
@@ -91,6 +93,14 @@ void lock_from_item(Facts *f, Node *item, const char *name)
         JoinExpr *j = (JoinExpr *) item;
         lock_from_item(f, j->larg, name);
         lock_from_item(f, j->rarg, name);
+    } else if (IsA(item, RangeSubselect)) {
+        RangeSubselect *r = (RangeSubselect *) item;
+        const char *alias = r->alias != nullptr ? r->alias->aliasname : nullptr;
+        if ((name == nullptr || (alias != nullptr && strcmp(alias, name) == 0)) && IsA(r->subquery, SelectStmt)) {
+            ListCell *lc;
+            foreach (lc, ((SelectStmt *) r->subquery)->fromClause)
+                lock_from_item(f, (Node *) lfirst(lc), nullptr);
+        }
     }
 }
 
