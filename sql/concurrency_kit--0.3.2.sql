@@ -607,6 +607,8 @@ DECLARE
     lim pg_catalog.int4;
     unparked pg_catalog.int8;
     moved pg_catalog.int8;
+    d record;
+    distributed boolean := false;
 BEGIN
     IF queue IS NULL THEN
         RAISE EXCEPTION 'queue must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -625,6 +627,19 @@ BEGIN
     IF NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class AS c
                                    WHERE c.oid OPERATOR(pg_catalog.=) queue), 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', queue_name USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- A distributed queue (0.3.2): every shard keeps the limit, on its worker; a key's jobs are
+    -- all on the shard its hash names, so each shard's count is the queue's.
+    FOR d IN SELECT p.part, p.shard FROM ck.distributed_queues AS q,
+             LATERAL ROWS FROM (pg_catalog.unnest(q.parts), pg_catalog.unnest(q.shards)) AS p(part, shard)
+             WHERE q.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue LOOP
+        EXECUTE pg_catalog.format('SELECT ck.set_concurrency_limit($2::pg_catalog.regclass, $3, $4) FROM (SELECT pg_catalog.count(*)'
+                                  ' FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id IS NULL) AS s', queue_name)
+            USING d.part, d.shard, concurrency_key, max_running;
+        distributed := true;
+    END LOOP;
+    IF distributed THEN
+        RETURN;
     END IF;
     IF max_running IS NULL THEN
         DELETE FROM ck.concurrency_limits AS l WHERE l.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue
