@@ -204,7 +204,7 @@ DECLARE
     lim pg_catalog.int4;
     unparked pg_catalog.int8;
     moved pg_catalog.int8;
-    d record;
+    shard_row record;
     distributed boolean := false;
 BEGIN
     IF queue IS NULL THEN
@@ -227,12 +227,12 @@ BEGIN
     END IF;
     -- A distributed queue (0.3.2): every shard keeps the limit, on its worker; a key's jobs are
     -- all on the shard its hash names, so each shard's count is the queue's.
-    FOR d IN SELECT p.part, p.shard FROM ck.distributed_queues AS q,
+    FOR shard_row IN SELECT p.part, p.shard FROM ck.distributed_queues AS q,
              LATERAL ROWS FROM (pg_catalog.unnest(q.parts), pg_catalog.unnest(q.shards)) AS p(part, shard)
              WHERE q.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue LOOP
         EXECUTE pg_catalog.format('SELECT ck.set_concurrency_limit($2::pg_catalog.regclass, $3, $4) FROM (SELECT pg_catalog.count(*)'
                                   ' FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id IS NULL) AS s', queue_name)
-            USING d.part, d.shard, concurrency_key, max_running;
+            USING shard_row.part, shard_row.shard, concurrency_key, max_running;
         distributed := true;
     END LOOP;
     IF distributed THEN
@@ -293,3 +293,63 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- drop_queue on a distributed queue removes its shards' registrations on the workers.
+CREATE OR REPLACE FUNCTION ck.drop_queue(queue regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $$
+DECLARE
+    -- Names schema-qualified from the OIDs, whatever the caller's search_path.
+    -- (Type names too: PL/pgSQL resolves them with the caller's search_path.)
+    queue_name pg_catalog.text := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, queue, 0)).identity;
+    dead pg_catalog.regclass;
+    shard_row record;
+BEGIN
+    IF queue IS NULL THEN
+        RAISE EXCEPTION 'queue must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- Everyone may read ck.queues; only the owner of a queue may delete its row (row-level
+    -- security), and DROP TABLE asks the same: a non-owner gets 42501, not "not a queue".
+    SELECT q.dead_letters INTO dead FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % is not a queue', queue_name USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class AS c
+                                   WHERE c.oid OPERATOR(pg_catalog.=) queue), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', queue_name USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    -- A distributed queue (0.3.2): each shard's registration on its worker goes first.
+    FOR shard_row IN SELECT p.part, p.shard FROM ck.distributed_queues AS q,
+             LATERAL ROWS FROM (pg_catalog.unnest(q.parts), pg_catalog.unnest(q.shards)) AS p(part, shard)
+             WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue LOOP
+        EXECUTE pg_catalog.format('SELECT ck.detach_queue_shard($2::pg_catalog.regclass) FROM (SELECT pg_catalog.count(*)'
+                                  ' FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id IS NULL) AS s', queue_name)
+            USING shard_row.part, shard_row.shard;
+    END LOOP;
+    DELETE FROM ck.distributed_queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue;
+    DELETE FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue;
+    DELETE FROM ck.unique_windows AS w WHERE w.queue OPERATOR(pg_catalog.=) drop_queue.queue;   -- 0.3.0
+    DELETE FROM ck.concurrency_limits AS l WHERE l.queue OPERATOR(pg_catalog.=) drop_queue.queue;
+    DELETE FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) drop_queue.queue;
+    DELETE FROM ck.job_dependencies AS d WHERE d.queue OPERATOR(pg_catalog.=) drop_queue.queue;   -- 0.3.1
+    DELETE FROM ck.dependency_departures AS d WHERE d.queue OPERATOR(pg_catalog.=) drop_queue.queue;
+    EXECUTE pg_catalog.format('DROP TABLE %s, %s', queue_name,
+        (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, dead, 0)).identity);
+END
+$$;
+
+-- On the worker that holds it, the registrations of a shard of a queue being dropped.
+CREATE FUNCTION ck.detach_queue_shard(shard regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $$
+BEGIN
+    DELETE FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) shard;
+    DELETE FROM ck.unique_windows AS w WHERE w.queue OPERATOR(pg_catalog.=) shard;
+    DELETE FROM ck.concurrency_limits AS l WHERE l.queue OPERATOR(pg_catalog.=) shard;
+    DELETE FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) shard;
+END
+$$;
+COMMENT ON FUNCTION ck.detach_queue_shard(regclass) IS
+'internal, run by ck.drop_queue on the worker holding a shard of a distributed queue: removes the shard''s registrations there';

@@ -155,6 +155,17 @@ is(sql(q{SELECT count(*) FROM done}), '400', 'every job was completed once (a se
 is(sql(q{SELECT count(*) FROM jobs}), '0', 'the queue is empty');
 cmp_ok(sql(q{SELECT count(DISTINCT by_pid) FROM done}), '>=', 2, 'by more than one claimer');
 
+# drop_queue: the distributed table, its dead letters and every shard's registration go.
+sql(q{SELECT ck.drop_queue('jobs')});
+is(sql(q{SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text IN ('jobs', 'jobs_dead')}), '0',
+	'drop_queue drops the distributed tables');
+is(sql(q{SELECT count(*) FROM ck.distributed_queues}), '0', '... and its row of ck.distributed_queues');
+for my $i (0 .. $#workers)
+{
+	is(CkCitus::sql($workers[$i], q{SELECT count(*) FROM ck.queues}), '0',
+		'worker ' . ($i + 1) . ' keeps no registration of a dropped shard');
+}
+
 sub sql_state_of
 {
 	my ($query) = @_;
