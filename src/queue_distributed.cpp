@@ -62,7 +62,12 @@ bool read_distribution(Oid queue, Prepared *into)
     Datum values[1] = {ObjectIdGetDatum(queue)};
     if (execute_plan(p.plan, values, nullptr, Snap::ReadOnly) == 0)
         return false;
-    pg_call([&] {
+    struct Read {
+        Datum *parts;
+        char **shards;
+        int n;
+    };
+    Read read = pg_call([&] {
         bool isnull;
         Datum *parts, *shards;
         int nparts, nshards;
@@ -73,11 +78,15 @@ bool read_distribution(Oid queue, Prepared *into)
         if (nparts != nshards || nparts == 0)
             ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
                             errmsg("ck.distributed_queues has %d parts and %d shards for one queue", nparts, nshards)));
-        for (int i = 0; i < nparts; i++) {
-            into->parts.push_back(DatumGetInt32(parts[i]));
-            into->shards.push_back(TextDatumGetCString(shards[i]));
-        }
+        char **names = static_cast<char **>(palloc(sizeof(char *) * nshards));
+        for (int i = 0; i < nshards; i++)
+            names[i] = TextDatumGetCString(shards[i]);
+        return Read{parts, names, nparts};
     });
+    for (int i = 0; i < read.n; i++) {
+        into->parts.push_back(DatumGetInt32(read.parts[i]));
+        into->shards.push_back(read.shards[i]);
+    }
     into->next_shard = static_cast<size_t>(MyProcPid) % into->parts.size();   // claimers start spread out
     return true;
 }
