@@ -22,7 +22,7 @@ sql(q{SELECT ck.create_queue('local_q', notify => false)});
 sql(q{SELECT ck.create_queue('dist_q', notify => false)});
 sql(q{SELECT ck.distribute_queue('dist_q', 4)});
 
-# CPU seconds spent so far by the node's postmaster and its children (the backends).
+# CPU seconds spent so far by the node's postmaster and its children (the backends, live and exited).
 sub node_cpu
 {
 	my ($node) = @_;
@@ -37,6 +37,8 @@ sub node_cpu
 		my ($pid, $ppid, @rest) = ($1, $2, split / /, $3);
 		next unless $pid == $root || $ppid == $root;
 		$ticks += $rest[9] + $rest[10];    # utime, stime (fields 14 and 15)
+		# The postmaster's cutime and cstime (16, 17): the backends that have exited.
+		$ticks += $rest[11] + $rest[12] if $pid == $root;
 	}
 	return $ticks / 100.0;
 }
@@ -62,17 +64,22 @@ sub round
 	open my $fh, '>', $script or die;
 	print $fh "SELECT ck.complete('$queue', id, lease_token) FROM ck.claim('$queue', 1);\n";
 	close $fh;
+	my $sessions = q{SELECT sum(sessions) FROM pg_stat_database};
+	my @sessions0 = map { $_->safe_psql('postgres', $sessions) } @workers;
 	my @cpu0 = map { node_cpu($_) } @nodes;
 	my $t0 = time;
 	my ($out, $err) = run_command([ 'pgbench', '-n', '-M', 'prepared', '-c', $clients, '-j', $clients,
 		'-t', $per_client, '-f', $script, '-d', $coord->connstr('postgres') ]);
 	my $elapsed = time - $t0;
 	my @cpu1 = map { node_cpu($_) } @nodes;
+	sleep 1;    # session statistics are flushed when sessions end
+	my $opened = 0;
+	$opened += $workers[$_]->safe_psql('postgres', $sessions) - $sessions0[$_] - 1 for 0 .. $#workers;
 	die "pgbench: $err" unless $out =~ /number of transactions actually processed: (\d+)/;
 	my $done = $1;
 	is(sql("SELECT count(*) FROM $queue"), '0', "$queue: every job claimed and completed");
 	my ($tps) = $out =~ /tps = ([\d.]+)/;
-	return { tps => $tps, cpu => [ map { ($cpu1[$_] - $cpu0[$_]) / $done * 1e6 } 0 .. $#nodes ] };
+	return { tps => $tps, cpu => [ map { ($cpu1[$_] - $cpu0[$_]) / $done * 1e6 } 0 .. $#nodes ], opened => $opened };
 }
 
 my %result;
@@ -87,8 +94,8 @@ for my $queue ('local_q', 'dist_q')
 {
 	for my $r (@{ $result{$queue} })
 	{
-		diag sprintf('%-8s %8.0f jobs/s  CPU us/job: %s', $queue, $r->{tps},
-			join(', ', map { "$names[$_] " . sprintf('%.0f', $r->{cpu}[$_]) } 0 .. $#names));
+		diag sprintf('%-8s %8.0f jobs/s  CPU us/job: %s; sessions opened on the workers: %d', $queue, $r->{tps},
+			join(', ', map { "$names[$_] " . sprintf('%.0f', $r->{cpu}[$_]) } 0 .. $#names), $r->{opened});
 	}
 	diag sprintf('%-8s statements to workers per job: %.1f', $queue, remote_per_job($queue));
 }
