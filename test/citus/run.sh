@@ -27,7 +27,8 @@ else
     (cd "$work/citus" && "${run[@]}") || status=$?
 fi
 if ((status != 0)); then
-    for log in "$work"/citus/tmp_check/log/*; do
+    shopt -s nullglob
+    for log in "$work"/citus/log/* "$work"/citus/tmp_check/log/*; do
         echo "-- $log (last 40 lines)"
         tail -n 40 "$log"
     done
