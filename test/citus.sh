@@ -19,10 +19,6 @@ source=${CK_CITUS_SOURCE:-}
 say() { echo "== citus: $*" >&2; }
 none() { echo "no Citus $*"; exit 1; }
 
-[[ -x $pg_config ]] || none "(no pg_config for PostgreSQL $major)"
-sharedir=$("$pg_config" --sharedir)
-pkglibdir=$("$pg_config" --pkglibdir)
-
 installed() {
     [[ -f $sharedir/extension/citus.control && -f $pkglibdir/citus.so ]]
 }
@@ -80,6 +76,9 @@ build() {
 }
 
 [[ ${1:-} == ensure ]] || { echo "usage: $0 ensure" >&2; exit 2; }
+[[ -x $pg_config ]] || none "(no pg_config for PostgreSQL $major)"
+sharedir=$("$pg_config" --sharedir)
+pkglibdir=$("$pg_config" --pkglibdir)
 if installed; then
     say "installed for PostgreSQL $major: $(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$sharedir/extension/citus.control")"
     exit 0

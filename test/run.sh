@@ -29,8 +29,8 @@ packages+=(prometheus-postgres-exporter curl)
 # test/client/periodic_cron.sh: periodic jobs scheduled by pg_cron.
 packages+=("postgresql-$major-cron")
 # test/citus: PostgreSQL's TAP framework needs IPC::Run; Citus, built from its sources (test/citus.sh), lz4, zstd and
-# the GSSAPI headers the server's headers include.
-packages+=(libipc-run-perl xz-utils liblz4-dev libzstd-dev libkrb5-dev)
+# the GSSAPI and ICU headers the server's headers include.
+packages+=(libipc-run-perl xz-utils liblz4-dev libzstd-dev libkrb5-dev libicu-dev)
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 # The long benchmarks draw their plots with gnuplot; bench-peers also runs PgQ.
 [[ $mode != bench-sustained && $mode != bench-horizon && $mode != bench-peers ]] || packages+=(gnuplot-nox)

@@ -19,8 +19,12 @@
 # session($node): a PostgreSQL::Test::BackgroundPsql session on NODE, for one of several concurrent sessions:
 #   $s->query_safe(SQL) waits for SQL's result, $s->query_until(qr/.../, SQL) sends SQL and returns once the
 #   pattern shows (so that SQL may still be waiting on a lock), $s->quit ends it.
-# pid($node_or_session) and wait_for_lock($node, PID): a session's backend pid; wait until that backend
-#   waits on a lock (pg_locks ungranted), bounded by the framework's timeout.
+# pid($session) and wait_for_lock($node, PID): a session's backend pid; wait until that backend waits on a lock
+#   (pg_locks ungranted), bounded by the framework's timeout.
+# wait_until($node, SQL): wait until SQL returns t on NODE (bounded likewise); dies otherwise.
+# remote_commands($node, SQL): runs SQL on NODE with citus.log_remote_commands on and returns what Citus sent
+#   where, one string per command, "PORT: COMMAND" (a worker's port) or "local: COMMAND" (executed on NODE).
+# port_of($coord, TABLE, VALUE): the port of the node holding the shard of TABLE for the distribution value VALUE.
 package CkCitus;
 
 use strict;
@@ -63,6 +67,33 @@ sub wait_for_lock
 	$node->poll_query_until('postgres',
 		"SELECT EXISTS (SELECT FROM pg_locks WHERE pid = $pid AND NOT granted)")
 	  or die "backend $pid never waited on a lock";
+}
+
+sub wait_until
+{
+	my ($node, $sql) = @_;
+	$node->poll_query_until('postgres', $sql) or die "never true: $sql";
+}
+
+sub remote_commands
+{
+	my ($node, $sql) = @_;
+	my ($ret, $stdout, $stderr) = $node->psql('postgres',
+		"SET citus.log_remote_commands = on; SET client_min_messages = notice;\n$sql", on_error_stop => 1);
+	die "remote_commands: $stderr" if $ret != 0;
+	my @commands;
+	while ($stderr =~ /NOTICE:  (?:issuing (.*?)\nDETAIL:  on server \S+?:(\d+) |executing the command locally: (.*?)\n)/sg)
+	{
+		push @commands, defined $3 ? "local: $3" : "$2: $1";
+	}
+	return @commands;
+}
+
+sub port_of
+{
+	my ($coord, $table, $value) = @_;
+	return sql($coord, "SELECT nodeport FROM citus_shards "
+		  . "WHERE shardid = get_shard_id_for_distribution_column('$table', $value)");
 }
 
 sub cluster

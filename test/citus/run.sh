@@ -17,7 +17,7 @@ for test in "${@:-$here/t/*.pl}"; do
     # shellcheck disable=SC2206
     for file in $test; do tests+=("t/$(basename "$file")"); done
 done
-run=(env PATH="$("$pg_config" --bindir):$PATH" TESTDIR="$work/citus" PG_REGRESS="$lib/src/test/regress/pg_regress"
+run=(env PG_TEST_TIMEOUT_DEFAULT="${PG_TEST_TIMEOUT_DEFAULT:-60}" PATH="$("$pg_config" --bindir):$PATH" TESTDIR="$work/citus" PG_REGRESS="$lib/src/test/regress/pg_regress"
     timeout -k 10 1200 prove -v -I "$lib/src/test/perl" -I "$work/citus" "${tests[@]}")
 status=0
 if [[ $EUID -eq 0 ]]; then
@@ -27,9 +27,10 @@ else
     (cd "$work/citus" && "${run[@]}") || status=$?
 fi
 if ((status != 0)); then
-    for log in "$work"/citus/tmp_check/log/*; do
+    shopt -s nullglob
+    for log in "$work"/citus/log/* "$work"/citus/tmp_check/log/*; do
         echo "-- $log (last 40 lines)"
-        tail -n 40 "$log"
+        grep -h "ERROR" -A3 "$log" | tail -n 20; tail -n 40 "$log"
     done
 fi
 exit "$status"
