@@ -159,6 +159,8 @@ uint64 run_call_on_shard(FunctionCallInfo fcinfo, const Prepared &d, size_t shar
 Datum return_row(FunctionCallInfo fcinfo)
 {
     return pg_call([&] {
+        if (SPI_processed != 1)
+            elog(ERROR, "a call on a shard returned " UINT64_FORMAT " rows, not one", SPI_processed);
         TupleDesc desc;
         if (get_call_result_type(fcinfo, nullptr, &desc) == TYPEFUNC_COMPOSITE)
             return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], BlessTupleDesc(desc)));
@@ -264,7 +266,7 @@ Datum distributed_enqueue(FunctionCallInfo fcinfo, const Prepared &d, int key_ar
     size_t n = d.parts.size();
     size_t shard = keyed    ? key_hash(PG_GETARG_DATUM(key_argno)) % n
                    : limited ? key_hash(PG_GETARG_DATUM(concurrency_argno)) % n
-                             : enqueues++ % n;
+                             : (enqueues++ + static_cast<size_t>(MyProcPid)) % n;   // backends start spread out
     run_call_on_shard(fcinfo, d, shard);
     // The shard's trigger wakes waiters on its worker; those of the coordinator wake here.
     pg_call([&] { queue_mark_ready(PG_GETARG_OID(0)); });
