@@ -1,6 +1,7 @@
 // Overlap guards: ck.overlap_guard_ddl and ck.add_overlap_guard. No overlapping ranges is a
 // rule about absent rows, which no lock can protect: an exclusion constraint can.
 #include "boundary.hpp"
+#include "citus.hpp"
 #include "overlap_guard.hpp"
 #include "qualify.hpp"
 #include "spi.hpp"
@@ -17,6 +18,7 @@ extern "C" {
 }
 
 #include <string>
+#include <vector>
 
 namespace ck {
 
@@ -49,6 +51,21 @@ bool btree_gist_supports(Oid type)
     }
 }
 
+// Appends key to t's key columns, once its type is known to compare with = in GiST (with btree_gist if need be).
+// Raises PostgreSQL errors: call inside pg_call.
+void add_key(OverlapTarget &t, const ColumnRef &key)
+{
+    if (!OidIsValid(GetDefaultOpClass(key.base_type, GIST_AM_OID))) {
+        if (OidIsValid(get_extension_oid("btree_gist", true)) || !btree_gist_supports(key.base_type))
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                            errmsg("column \"%s\" of type %s cannot be compared in a GiST exclusion constraint",
+                                   key.name, key.type_display),
+                            errhint("The type has no GiST operator class, even with btree_gist.")));
+        t.needs_btree_gist = true;
+    }
+    t.keys[t.nkeys++] = key;
+}
+
 } // namespace
 
 OverlapTarget overlap_target(FunctionCallInfo fcinfo)
@@ -79,7 +96,6 @@ OverlapTarget overlap_target(FunctionCallInfo fcinfo)
         if (ARR_NDIM(keys) > 1 || n > max_guard_keys)
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("key_cols must be a list of at most %d column names", max_guard_keys)));
-        bool btree_gist_installed = OidIsValid(get_extension_oid("btree_gist", true));
         for (int i = 0; i < n; i++) {
             if (nulls[i])
                 ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("key_cols must not contain NULL")));
@@ -91,21 +107,49 @@ OverlapTarget overlap_target(FunctionCallInfo fcinfo)
                 if (t.keys[j].attnum == key.attnum)
                     ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
                                     errmsg("column \"%s\" appears twice in key_cols", key.name)));
-            if (!OidIsValid(GetDefaultOpClass(key.base_type, GIST_AM_OID))) {
-                if (btree_gist_installed || !btree_gist_supports(key.base_type))
-                    ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                                    errmsg("column \"%s\" of type %s cannot be compared in a GiST exclusion constraint",
-                                           key.name, key.type_display),
-                                    errhint("The type has no GiST operator class, even with btree_gist.")));
-                t.needs_btree_gist = true;
-            }
-            t.keys[t.nkeys++] = key;
+            add_key(t, key);
         }
     });
     return t;
 }
 
-std::string overlap_guard_ddl(const OverlapTarget &t, const char *constraint_name)
+void citus_overlap_key(OverlapTarget &t)
+{
+    pg_call([&] {
+        CitusTable citus = citus_table(t.table.relid);
+        t.citus = citus.kind != CitusKind::none;
+        if (citus.kind != CitusKind::distributed)
+            return;
+        const char *column = get_attname(t.table.relid, citus.column, false);
+        if (citus.column == t.range.attnum)
+            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                            errmsg("table \"%s\" is distributed by Citus by its range column \"%s\": no overlap guard "
+                                   "can hold on it", t.table.qualified, column),
+                            errdetail("Citus enforces an exclusion constraint shard by shard, so it must compare the "
+                                      "distribution column with =."),
+                            errhint("Distribute the table by the key the ranges belong to (a room, a resource).")));
+        for (int i = 0; i < t.nkeys; i++)
+            if (t.keys[i].attnum == citus.column)
+                return;
+        if (t.nkeys == max_guard_keys)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("key_cols must be a list of at most %d column names", max_guard_keys - 1),
+                            errdetail("Citus's distribution column \"%s\" is added to them.", column)));
+        // The distribution column goes first: the guard is then the one the caller asked for, per its value.
+        add_key(t, column_ref(t.table, column));
+        ColumnRef added = t.keys[t.nkeys - 1];
+        memmove(&t.keys[1], &t.keys[0], (t.nkeys - 1) * sizeof(ColumnRef));
+        t.keys[0] = added;
+        t.citus_column = added.name;
+        ereport(NOTICE, (errmsg("table \"%s\" is distributed by Citus by column \"%s\": the overlap guard compares it "
+                                "too, so it holds among rows of equal \"%s\"",
+                                t.table.qualified, column, column),
+                         errdetail("Citus enforces an exclusion constraint shard by shard, so it must compare the "
+                                   "distribution column with =; rows of different \"%s\" may overlap.", column)));
+    });
+}
+
+std::vector<std::string> overlap_guard_ddl(const OverlapTarget &t, const char *constraint_name)
 {
     struct Names {
         const char *constraint;
@@ -132,20 +176,38 @@ std::string overlap_guard_ddl(const OverlapTarget &t, const char *constraint_nam
     const char *constraint_sql = pg_call([&] { return quote_identifier(names.constraint); });
     const char *check_sql = pg_call([&] { return quote_identifier(names.check); });
 
-    std::string ddl;
+    std::vector<std::string> ddl;
     if (t.needs_btree_gist)
-        ddl += "CREATE EXTENSION IF NOT EXISTS btree_gist;\n";
-    ddl += std::string("ALTER TABLE ") + t.table.sql;
+        ddl.push_back("CREATE EXTENSION IF NOT EXISTS btree_gist;\n");
+    std::string alter = std::string("ALTER TABLE ") + t.table.sql;
+    // Citus runs an ADD CONSTRAINT only as the one subcommand of its ALTER TABLE.
+    auto next = [&](std::string &statement) {
+        if (!t.citus) {
+            statement += ",";
+            return;
+        }
+        ddl.push_back(statement + ";\n");
+        statement = alter;
+    };
+    std::string statement = alter;
     // A NULL range escapes the constraint and an empty one overlaps nothing: rule both out.
-    if (!names.range_not_null)
-        ddl += std::string("\n    ALTER COLUMN ") + t.range.sql + " SET NOT NULL,";
-    ddl += std::string("\n    ADD CONSTRAINT ") + check_sql + " CHECK (NOT pg_catalog.isempty(" + t.range.sql + ")),";
-    ddl += std::string("\n    ADD CONSTRAINT ") + constraint_sql + " EXCLUDE USING gist (";
+    if (!names.range_not_null) {
+        statement += std::string("\n    ALTER COLUMN ") + t.range.sql + " SET NOT NULL";
+        next(statement);
+    }
+    statement += std::string("\n    ADD CONSTRAINT ") + check_sql + " CHECK (NOT pg_catalog.isempty(" + t.range.sql + "))";
+    next(statement);
+    statement += std::string("\n    ADD CONSTRAINT ") + constraint_sql + " EXCLUDE USING gist (";
     // Operators schema-qualified: the DDL means the same whatever search_path runs it.
     for (int i = 0; i < t.nkeys; i++)
-        ddl += std::string(t.keys[i].sql) + " WITH " + pg_call([&] { return equality_operator_sql(t.keys[i].type); }) +
-               ", ";
-    ddl += std::string(t.range.sql) + " WITH OPERATOR(pg_catalog.&&));\n";
+        statement += std::string(t.keys[i].sql) + " WITH " +
+                     pg_call([&] { return equality_operator_sql(t.keys[i].type); }) + ", ";
+    statement += std::string(t.range.sql) + " WITH OPERATOR(pg_catalog.&&));\n";
+    ddl.push_back(statement);
+    if (t.citus_column != nullptr)
+        ddl.front().insert(0, fmt("-- Citus distributes %s by %s: the guard compares it too (no overlap among rows "
+                                  "of equal %s).\n",
+                                  t.table.qualified, t.citus_column, t.citus_column));
     return ddl;
 }
 
@@ -155,7 +217,10 @@ CK_FUNCTION(ck_overlap_guard_ddl)
 {
     const char *constraint_name = PG_ARGISNULL(3) ? nullptr : NameStr(*PG_GETARG_NAME(3));
     ck::OverlapTarget t = ck::overlap_target(fcinfo);
-    std::string ddl = ck::overlap_guard_ddl(t, constraint_name);
+    ck::citus_overlap_key(t);
+    std::string ddl;
+    for (const std::string &statement : ck::overlap_guard_ddl(t, constraint_name))
+        ddl += statement;
     return ck::pg_call([&] { return PointerGetDatum(cstring_to_text(ddl.c_str())); });
 }
 
@@ -163,7 +228,8 @@ CK_FUNCTION(ck_add_overlap_guard)
 {
     const char *constraint_name = PG_ARGISNULL(3) ? nullptr : NameStr(*PG_GETARG_NAME(3));
     ck::OverlapTarget t = ck::overlap_target(fcinfo);
-    std::string ddl = ck::overlap_guard_ddl(t, constraint_name);
+    ck::citus_overlap_key(t);
+    std::vector<std::string> statements = ck::overlap_guard_ddl(t, constraint_name);
 
     constexpr int shown = 5;
     ck::OverlapPair pairs[shown];
@@ -182,7 +248,12 @@ CK_FUNCTION(ck_add_overlap_guard)
                                 t.table.qualified),
                         detail, "Fix or delete them (ck.find_overlaps lists them all), then add the guard.");
     }
-    ck::execute_sql(ddl.c_str());
+    // One statement at a time: Citus forwards a statement's whole text to the workers, where it must be one command.
+    std::string ddl;
+    for (const std::string &statement : statements) {
+        ck::execute_sql(statement.c_str());
+        ddl += statement;
+    }
     ck::spi_finish();
     return ck::pg_call([&] { return PointerGetDatum(cstring_to_text(ddl.c_str())); });
 }

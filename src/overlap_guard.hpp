@@ -5,6 +5,9 @@
 
 #include "relation.hpp"
 
+#include <string>
+#include <vector>
+
 namespace ck {
 
 constexpr int max_guard_keys = 32;
@@ -18,13 +21,20 @@ struct OverlapTarget {
     int nkeys;
     ColumnRef keys[max_guard_keys];
     bool needs_btree_gist;   // a scalar key has no GiST operator class until btree_gist is installed
+    bool citus;               // a Citus table (citus_overlap_key): its DDL adds each constraint by its own ALTER TABLE
+    const char *citus_column; // the Citus distribution column citus_overlap_key added to the keys, or NULL
 };
 
 // Validates (tbl, range_col, key_cols) from arguments 0, 1 and 2 against the catalog.
 OverlapTarget overlap_target(FunctionCallInfo fcinfo);
 
-// The guard's DDL; constraint_name NULL derives a free name.
-std::string overlap_guard_ddl(const OverlapTarget &t, const char *constraint_name);
+// Notes a Citus table. On a table Citus distributes, the guard must compare the distribution column with = (Citus
+// enforces the constraint shard by shard): adds it to the keys with a NOTICE when missing; 0A000 when it is the
+// range column.
+void citus_overlap_key(OverlapTarget &t);
+
+// The guard's DDL, statement by statement (each ends with ";\n"); constraint_name NULL derives a free name.
+std::vector<std::string> overlap_guard_ddl(const OverlapTarget &t, const char *constraint_name);
 
 // Up to max_pairs pairs of rows that overlap, into the current SPI result-free memory:
 // each pair as (a tid, b tid, key text, a_range text, b_range text) appended to store.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ck {
 
@@ -63,6 +64,9 @@ enum class StatementKind : uint8_t {
     VersionUpdate,   // ck.update_if_version: one plan per table and set of changed columns
     ReadVersion,     // a row's current version, for the stale error
     LockRows,        // ck.lock_rows: one plan per table, key type and mode
+    Distribution,    // a queue's row of ck.distributed_queues (queue_distributed.cpp)
+    DistributionOf,  // the distribution of one queue, or none: cached per queue
+    ShardCall,       // a ck function run on one shard of a distributed queue (key_type: the function)
 };
 
 struct PlanKey {
@@ -92,6 +96,10 @@ struct Prepared {
     Oid dead_letters = InvalidOid;    // the queue's dead-letter table
     bool has_dependencies = false;    // the queue has the columns of dependencies (0.3.1)
     mutable bool planned = false;     // its generic plan has been made (see queue.cpp)
+    // distributed queues (DistributionOf): per shard, its value of column part and its name
+    std::vector<int32> parts;
+    std::vector<std::string> shards;
+    mutable size_t next_shard = 0;    // where this backend's next claim starts
 };
 
 // The valid entry for key, or nullptr. At nesting depth 0 it first frees plans that

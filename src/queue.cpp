@@ -6,6 +6,7 @@
 #include "queue.hpp"
 #include "queue_activity.hpp"
 #include "queue_dependencies.hpp"
+#include "queue_distributed.hpp"
 #include "queue_frontier.hpp"
 #include "queue_key.hpp"
 #include "queue_limits.hpp"
@@ -293,6 +294,11 @@ CK_FUNCTION(ck_enqueue)
     // after came with 0.3.1.
     ck::Dependencies deps = ck::after_arg(fcinfo, 7);
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(queue)) {
+        Datum id = ck::distributed_enqueue(fcinfo, *d, 4, 6, 7);
+        ck::spi_finish();
+        return id;
+    }
     ck::Waiting waiting;
     if (deps.n > 0)
         waiting = ck::wait_for(queue, deps);
@@ -330,6 +336,11 @@ CK_FUNCTION(ck_claim)
     Interval *lease = lease_arg(fcinfo, 2);
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(queue)) {
+        ck::distributed_claim(fcinfo, *d, batch, lease, out);
+        ck::spi_finish();
+        return (Datum) 0;
+    }
     // Coming back empty (or every 64th time), it resolves a batch of finished dependencies after
     // claiming (queue_dependencies.hpp).
     ck::resolve_after_claim(queue, claim_once(queue, batch, lease, ck::Snap::Caller, out));
@@ -394,6 +405,11 @@ CK_FUNCTION(ck_claim_wait)
 
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(queue)) {
+        ck::distributed_claim_wait(fcinfo, *d, batch, lease, deadline, out);
+        ck::spi_finish();
+        return (Datum) 0;
+    }
     // The slots of jobs a look buries are handed on at the end: no key's slot row is held while
     // the call sleeps or claims again (see ck_complete_and_claim).
     ck::DeferredDepartures departures;
@@ -430,6 +446,11 @@ CK_FUNCTION(ck_complete)
     Ack a = ack_args(fcinfo);
     Datum values[2] = {a.id, a.token};
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(a.queue)) {
+        Datum result = ck::distributed_by_id(fcinfo, *d);
+        ck::spi_finish();
+        return result;
+    }
     const Prepared &p = ck::queue_statement(StatementKind::Complete, a.queue);
     bool done = ck::execute_plan(p.plan, values, nullptr) == 1;
     if (done) {
@@ -456,6 +477,11 @@ CK_FUNCTION(ck_complete_and_claim)
     Datum values[2] = {a.id, a.token};
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(a.queue)) {
+        ck::distributed_complete_and_claim(fcinfo, *d, batch, lease, out);
+        ck::spi_finish();
+        return (Datum) 0;
+    }
     ck::DeferredDepartures departures;
     const Prepared &complete = ck::queue_statement(StatementKind::Complete, a.queue);
     if (ck::execute_plan(complete.plan, values, nullptr) == 0) {
@@ -515,6 +541,11 @@ CK_FUNCTION(ck_complete_many)
     Datum values[2] = {PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
     ck::spi_connect();
     Oid queue = PG_GETARG_OID(0);
+    if (const ck::Prepared *d = ck::queue_distribution(queue)) {
+        ck::distributed_complete_many(fcinfo, *d);
+        ck::spi_finish();
+        return (Datum) 0;
+    }
     const Prepared &p = ck::queue_statement(StatementKind::CompleteMany, queue);
     ck::plan_queue_statement(p, queue);
     uint64 done = ck::execute_plan(p.plan, values, nullptr);
@@ -538,6 +569,11 @@ CK_FUNCTION(ck_extend_lease)
     Interval *lease = lease_arg(fcinfo, 3);
     Datum values[4] = {a.id, a.token, IntervalPGetDatum(lease), TimestampTzGetDatum(GetCurrentTimestamp())};
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(a.queue)) {
+        Datum result = ck::distributed_by_id(fcinfo, *d);
+        ck::spi_finish();
+        return result;
+    }
     const Prepared &p = ck::queue_statement(StatementKind::ExtendLease, a.queue);
     if (ck::execute_plan(p.plan, values, nullptr) == 0) {
         ck::spi_finish();
@@ -561,6 +597,11 @@ CK_FUNCTION(ck_fail)
     char error_null = PG_ARGISNULL(3) ? 'n' : ' ';
 
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(a.queue)) {
+        Datum result = ck::distributed_by_id(fcinfo, *d);
+        ck::spi_finish();
+        return result;
+    }
     // Lock the job while it is still ours, then decide: the lock keeps the decision valid.
     const Prepared &lock = ck::queue_statement(StatementKind::FailLock, a.queue);
     Datum key[2] = {a.id, a.token};
@@ -607,6 +648,11 @@ CK_FUNCTION(ck_retry_dead)
     Oid queue = PG_GETARG_OID(0);
     Datum values[1] = {PG_GETARG_DATUM(1)};
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(queue)) {
+        Datum result = ck::distributed_by_id(fcinfo, *d);
+        ck::spi_finish();
+        return result;
+    }
     const Prepared &p = ck::queue_statement(StatementKind::RetryDead, queue);
     bool revived = ck::execute_plan(p.plan, values, nullptr) == 1;
     ck::spi_finish();
@@ -622,6 +668,11 @@ CK_FUNCTION(ck_purge_dead)
     Interval *older_than = finite_interval_arg(fcinfo, 1, "older_than", true, "older_than => '0' purges every dead letter.");
     Datum values[1] = {IntervalPGetDatum(older_than)};
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(queue)) {
+        Datum purged = ck::distributed_purge_dead(fcinfo, *d);
+        ck::spi_finish();
+        return purged;
+    }
     const Prepared &p = ck::queue_statement(StatementKind::PurgeDead, queue);
     uint64 n = ck::execute_plan(p.plan, values, nullptr);
     ck::spi_finish();

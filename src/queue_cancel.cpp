@@ -8,6 +8,7 @@
 #include "queue.hpp"
 #include "queue_activity.hpp"
 #include "queue_dependencies.hpp"
+#include "queue_distributed.hpp"
 #include "queue_key.hpp"
 #include "spi.hpp"
 
@@ -23,6 +24,11 @@ CK_FUNCTION(ck_cancel)
     Oid queue = PG_GETARG_OID(0);
     Datum values[2] = {PG_GETARG_DATUM(1), TimestampTzGetDatum(GetCurrentTimestamp())};
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(queue)) {
+        Datum result = ck::distributed_by_id(fcinfo, *d);
+        ck::spi_finish();
+        return result;
+    }
     const ck::Prepared &p = ck::queue_statement(ck::StatementKind::Cancel, queue);
     const char *outcome = "gone";
     uint64 n;

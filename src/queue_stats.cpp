@@ -2,6 +2,7 @@
 // statement in queue_sql.cpp for what is exact and what is estimated); ck.claim_frontier.
 #include "args.hpp"
 #include "queue.hpp"
+#include "queue_distributed.hpp"
 #include "queue_frontier.hpp"
 #include "spi.hpp"
 
@@ -17,6 +18,11 @@ CK_FUNCTION(ck_queue_stats)
     Oid queue = PG_GETARG_OID(0);
     Datum values[1] = {ObjectIdGetDatum(queue)};
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(queue)) {
+        Datum row = ck::distributed_stats(fcinfo, *d);
+        ck::spi_finish();
+        return row;
+    }
     const ck::Prepared &p = ck::queue_statement(ck::StatementKind::Stats, queue);
     ck::execute_plan(p.plan, values, nullptr, ck::Snap::ReadOnly);
     Datum row = ck::pg_call([&] {

@@ -13,6 +13,7 @@
 #include "queue.hpp"
 #include "queue_activity.hpp"
 #include "queue_dependencies.hpp"
+#include "queue_distributed.hpp"
 #include "queue_limits.hpp"
 #include "spi.hpp"
 
@@ -126,6 +127,11 @@ CK_FUNCTION(ck_enqueue_unique)
     const Interval *window = ck::unique_for_arg(fcinfo, 5, 1);
     bool no_concurrency_key = PG_NARGS() <= 6 || PG_ARGISNULL(6);
     ck::spi_connect();
+    if (const ck::Prepared *d = ck::queue_distribution(PG_GETARG_OID(0))) {
+        Datum row = ck::distributed_enqueue(fcinfo, *d, 1, 6, -1);
+        ck::spi_finish();
+        return row;
+    }
     ck::Enqueued job = ck::enqueue_unique(PG_GETARG_OID(0), PG_GETARG_DATUM(2), PG_GETARG_DATUM(3), PG_GETARG_DATUM(4),
                                           PG_GETARG_DATUM(1), window, no_concurrency_key ? 0 : PG_GETARG_DATUM(6),
                                           no_concurrency_key);

@@ -2,6 +2,7 @@
 // predicate is parsed and analysed against the table, then deparsed: what is emitted is
 // the expression PostgreSQL understood, never the caller's text.
 #include "boundary.hpp"
+#include "citus.hpp"
 #include "relation.hpp"
 
 extern "C" {
@@ -112,7 +113,8 @@ CK_FUNCTION(ck_unique_guard_ddl)
         const char *list;    // quoted, comma-separated
         const char *name;    // deterministic: IF NOT EXISTS then means "this guard"
         const char *index;   // quoted
-    } c;
+        const char *citus_column;   // the Citus distribution column added to cols, or NULL
+    } c{};
     ck::pg_call([&] {
         c.table = ck::table_ref(relid);
         ck::require_select(c.table);
@@ -135,12 +137,30 @@ CK_FUNCTION(ck_unique_guard_ddl)
             appendStringInfo(&list, "%s%s", i ? ", " : "", col.sql);
             appendStringInfo(&names, "%s%s", i ? "_" : "", col.name);
         }
+        // Citus enforces a unique index shard by shard: on a distributed table it must hold the distribution column.
+        ck::CitusTable citus = ck::citus_table(c.table.relid);
+        if (citus.kind == ck::CitusKind::distributed && !bms_is_member(citus.column, seen)) {
+            ck::ColumnRef col = ck::column_ref(c.table, get_attname(c.table.relid, citus.column, false));
+            appendStringInfo(&list, ", %s", col.sql);
+            appendStringInfo(&names, "_%s", col.name);
+            c.citus_column = col.name;
+            ereport(NOTICE, (errmsg("table \"%s\" is distributed by Citus by column \"%s\": the unique guard "
+                                    "includes it, so it holds among rows of equal \"%s\"",
+                                    c.table.qualified, col.name, col.name),
+                             errdetail("Citus enforces a unique index shard by shard, so it must hold the "
+                                       "distribution column; rows of different \"%s\" may repeat the other columns.",
+                                       col.name)));
+        }
         c.list = list.data;
         c.name = makeObjectName(c.table.name, names.data, "unique");
         c.index = quote_identifier(c.name);
     });
     check_existing(c.table, c.name);
-    std::string ddl = std::string("CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS ") + c.index + " ON " + c.table.sql +
+    std::string ddl;
+    if (c.citus_column != nullptr)
+        ddl = ck::fmt("-- Citus distributes %s by %s: the index holds it too (unique among rows of equal %s).\n",
+                      c.table.qualified, c.citus_column, c.citus_column);
+    ddl += std::string("CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS ") + c.index + " ON " + c.table.sql +
                       " (" + c.list + ")";
     if (clause != nullptr)
         ddl += std::string(" WHERE ") + checked_predicate(c.table, clause);

@@ -35,7 +35,8 @@ mirror() {
 required=("postgresql-$major" "postgresql-server-dev-$major" g++ make)
 optional=("postgresql-$major-pgtap" libtap-parser-sourcehandler-pgtap-perl python3 python3-psycopg
     golang-go golang-github-jackc-pgx-v4-dev pgbouncer nodejs npm sqlsmith ca-certificates procps
-    prometheus-postgres-exporter curl "postgresql-$major-cron")
+    prometheus-postgres-exporter curl "postgresql-$major-cron"
+    perl libipc-run-perl xz-utils liblz4-dev libzstd-dev libkrb5-dev libicu-dev)
 # sid holds no PostgreSQL 19 yet: the server and its client library come from experimental.
 [[ $suite != experimental ]] || required=("postgresql-$major/experimental" "postgresql-server-dev-$major/experimental"
     "postgresql-client-$major/experimental" libpq5/experimental libpq-dev/experimental g++ make)
@@ -128,6 +129,20 @@ remove "$work"
 mkdir -p "$work"
 (cd "$here/.." && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$work"
 
+# Citus is built inside the root (test/citus.sh) from the tarballs CK_CITUS_SOURCE names, copied in afresh.
+citus_source=
+if [[ -n ${CK_CITUS_SOURCE:-} && -e $CK_CITUS_SOURCE ]]; then
+    remove "$root/work/citus-source"
+    mkdir -p "$root/work/citus-source"
+    if [[ -d $CK_CITUS_SOURCE ]]; then
+        cp "$CK_CITUS_SOURCE"/citus-*.tar.xz "$root/work/citus-source/" 2>/dev/null || true
+        citus_source=/work/citus-source
+    else
+        cp "$CK_CITUS_SOURCE" "$root/work/citus-source/"
+        citus_source=/work/citus-source/$(basename "$CK_CITUS_SOURCE")
+    fi
+fi
+
 # The host's own certificate authorities (a proxy's, say) are trusted in the root too, for npm.
 if [[ -d /usr/local/share/ca-certificates ]] && ! diff -rq /usr/local/share/ca-certificates \
     "$root/usr/local/share/ca-certificates" >/dev/null 2>&1; then
@@ -145,5 +160,5 @@ exec unshare --mount --propagation private bash -c '
     env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
     NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     CI="${CI:-}" CK_PG="$major" CK_PORT="${CK_PORT:-$port}" CK_IN_ROOT=1 CK_BENCH_ONLY="${CK_BENCH_ONLY:-}" \
-    CK_BENCH_SECONDS="${CK_BENCH_SECONDS:-}" \
+    CK_BENCH_SECONDS="${CK_BENCH_SECONDS:-}" CK_CITUS_SOURCE="$citus_source" \
     bash -c 'cd /work/concurrency_kit && exec bash test/run.sh "$1"' run "$mode"

@@ -28,6 +28,9 @@ packages+=(golang-go golang-github-jackc-pgx-v4-dev python3-psycopg pgbouncer)
 packages+=(prometheus-postgres-exporter curl)
 # test/client/periodic_cron.sh: periodic jobs scheduled by pg_cron.
 packages+=("postgresql-$major-cron")
+# test/citus: PostgreSQL's TAP framework needs IPC::Run; Citus, built from its sources (test/citus.sh), lz4, zstd and
+# the GSSAPI and ICU headers the server's headers include.
+packages+=(libipc-run-perl xz-utils liblz4-dev libzstd-dev libkrb5-dev libicu-dev)
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 # The long benchmarks draw their plots with gnuplot; bench-peers also runs PgQ.
 [[ $mode != bench-sustained && $mode != bench-horizon && $mode != bench-peers ]] || packages+=(gnuplot-nox)
@@ -65,6 +68,7 @@ have() {
         psycopg) /usr/bin/python3 -c 'import psycopg' 2>/dev/null ;;
         pgtap) [[ -f $("$PG_CONFIG" --sharedir)/extension/pgtap.control ]] ;;
         pg_cron) [[ -f $("$PG_CONFIG" --pkglibdir)/pg_cron.so ]] ;;
+        ipc-run) perl -MIPC::Run -e 1 2>/dev/null ;;
         *) command -v "$1" >/dev/null ;;
     esac
 }
@@ -148,6 +152,19 @@ chaos_suites() {
     done
 }
 
+# citus_suite: test/citus (a Citus cluster of its own per test file) when Citus is installed for this major or can
+# be built from CK_CITUS_SOURCE (test/citus.sh); else skipped, with the reason ("no Citus for PostgreSQL 19").
+citus_suite() {
+    local why
+    if ! why=$(bash "$here/citus.sh" ensure); then
+        echo "== citus: skipped: $why"
+        skipped+=("citus ($why)")
+        return 0
+    fi
+    runnable citus prove ipc-run || return 0
+    suite citus count_tap bash "$here/citus/run.sh" || true
+}
+
 # totals: the closing line; fails unless some test ran and none failed.
 totals() {
     echo
@@ -198,6 +215,7 @@ run_tests() {
     ((clients > 0)) || echo "== client: no executable test/client/*.sh, skipped"
 
     chaos_suites short
+    citus_suite
 
     # The suites above ran with the library preloaded (ck.claim_wait woken on commit); without it
     # claim_wait polls: the same answers, within its own bounds.

@@ -278,6 +278,11 @@ FUNCS = {
     "cancel": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS)], False, False),
     "set_concurrency_limit": (lambda: [queue(), pick(CONCURRENCY_KEYS + ["NULL"], BAD_TEXTS),
                                        pick(["0", "1", "2", "NULL"], BAD_INTS)], False, True),
+    # Citus only: without it distribute_queue raises 0A000, attach_queue_shard needs a shard's columns.
+    "distribute_queue": (lambda: opt([queue()], lambda: pick(INTS, BAD_INTS)), False, True),
+    "attach_queue_shard": (lambda: [queue(), rel(), pick(INTS, BAD_INTS), pick(INTS, BAD_INTS), pick(INTS, BAD_INTS),
+                                    pick(BIGINTS, BAD_BIGINTS), iv(), pick(INTS, BAD_INTS)], False, True),
+    "detach_queue_shard": (lambda: [rel()], False, True),
     "claim": (lambda: opt([queue()], lambda: pick(INTS, BAD_INTS), iv), True, False),
     "claim_wait": (lambda: [queue(), pick(INTS, BAD_INTS), iv(), pick(WAITS, BAD_WAITS)], True, False),
     "complete": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)], False, False),

@@ -1,0 +1,70 @@
+# Faults on the cluster (issue 23 part 4): 8 claimers drain a distributed queue while the workers'
+# backends serving the coordinator are terminated and a worker node is restarted. No job is lost,
+# none is done twice, and the leases the faults cut are claimed again.
+use strict;
+use warnings;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use CkCitus;
+
+my ($coord, @workers) = CkCitus::cluster();
+sub sql { CkCitus::sql($coord, @_) }
+my $jobs = 800;
+
+sql(q{SELECT ck.create_queue('jobs', lease => '2 s', max_attempts => 100, notify => false)});
+sql(q{SELECT ck.distribute_queue('jobs', 4)});
+sql("SELECT ck.enqueue('jobs', jsonb_build_object('n', g)) FROM generate_series(1, $jobs) g");
+# Each completion is recorded in the transaction that completes the job: a job done twice would
+# show twice (no key here on purpose), a job lost would be missing. The attempt is kept to see
+# which leases were cut and claimed again.
+sql(q{CREATE TABLE done (id bigint NOT NULL, attempt int NOT NULL, at timestamptz DEFAULT clock_timestamp())});
+
+# A claimer: claims (and commits the claim), then completes, until the queue is empty, starting again after an error (its
+# connection or the worker's was cut); gives up after 120 s.
+my $drain = q{DO $$ DECLARE r record; BEGIN LOOP
+	SELECT * INTO r FROM ck.claim('jobs', 1);
+	IF NOT FOUND THEN
+		EXIT WHEN NOT EXISTS (SELECT FROM ck.queue_stats('jobs') AS s WHERE s.running + s.expired + s.ready + s.scheduled > 0);
+		PERFORM pg_sleep(0.2); CONTINUE;
+	END IF;
+	COMMIT;   -- the lease is taken: a fault from here on cuts it
+	PERFORM pg_sleep(0.02);   -- the job's work
+	INSERT INTO done (id, attempt) VALUES (r.id, r.attempt);
+	IF NOT ck.complete('jobs', r.id, r.lease_token) THEN RAISE EXCEPTION 'lease lost'; END IF;
+	COMMIT; END LOOP; END $$};
+my $conn = $coord->connstr('postgres');
+my @claimers;
+for (1 .. 8)
+{
+	push @claimers, IPC::Run::start([ 'bash', '-c', 'for i in $(seq 1 600); do psql -X -q -v ON_ERROR_STOP=1 -d "$1" -c "$2" && exit 0; sleep 0.2; done; exit 1', 'x', $conn, $drain ],
+		'>', \my $out, '2>', \my $err);
+}
+
+# The faults, while they drain: the workers' backends that run the coordinator's statements
+# are terminated three times, then worker 1 restarts (failing the completions of the leases its
+# shards gave out).
+for my $round (1 .. 3)
+{
+	$coord->poll_query_until('postgres', "SELECT count(*) >= $round * 80 FROM done") or die 'no progress';
+	for my $w (@workers)
+	{
+		$w->safe_psql('postgres', q{SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE application_name LIKE 'citus_internal%' AND backend_type = 'client backend'});
+	}
+}
+
+$coord->poll_query_until('postgres', 'SELECT count(*) >= 400 FROM done') or die 'no progress';
+$workers[0]->restart;
+
+my $failed = 0;
+for my $c (@claimers) { $c->finish or $failed++ }
+is($failed, 0, 'all 8 claimers finished (each restarting after the errors the faults caused)');
+is(sql(q{SELECT count(*) FROM jobs}), '0', 'the queue is empty');
+is(sql(q{SELECT dead FROM ck.queue_stats('jobs')}), '0', 'no job died');
+is(sql(q{SELECT count(DISTINCT id) FROM done}), $jobs, "0 jobs lost: all $jobs completed");
+is(sql(q{SELECT count(*) - count(DISTINCT id) FROM done}), '0', '0 jobs done twice');
+my $reclaimed = sql(q{SELECT count(*) FROM done WHERE attempt > 1});
+cmp_ok($reclaimed, '>', 0, "leases cut by the faults were claimed again ($reclaimed jobs on a later attempt)");
+
+done_testing();
