@@ -66,9 +66,13 @@ build() {
     mkdir -p "$tree"
     tar -xJf "$tarball" -C "$tree" --strip-components=1
     patch_tree "$tree"
-    if ! (cd "$tree" && ./configure --without-libcurl PG_CONFIG="$pg_config" &&
+    # libcurl serves Citus's statistics collection only, which stays off unless a packager enables it. Without it,
+    # unless the server's pg_config.h defines HAVE_LIBCURL (18 does, for OAuth): Citus then includes curl.h.
+    local curl=--without-libcurl
+    ! grep -q '^#define HAVE_LIBCURL 1' "$("$pg_config" --includedir-server)/pg_config.h" || curl=
+    if ! (cd "$tree" && ./configure $curl PG_CONFIG="$pg_config" &&
         make -j2 with_llvm=no) >"$tree.log" 2>&1; then
-        tail -n 20 "$tree.log" >&2
+        grep -E -m 5 'error|Error' "$tree.log" >&2
         none "(the build of $(basename "$tarball" .tar.xz) for PostgreSQL $major failed; log: $tree.log)"
     fi
     echo "$stamp" >"$tree/.ck-built"
@@ -98,7 +102,7 @@ if [[ ! -f $tree/.ck-built || $(cat "$tree/.ck-built") != "$stamp" ]]; then
 fi
 started=$SECONDS
 if ! (cd "$tree" && make install with_llvm=no) >>"$tree.log" 2>&1; then
-    tail -n 20 "$tree.log" >&2
+    grep -E -m 5 'error|Error' "$tree.log" >&2
     none "(make install of $tree failed; log: $tree.log)"
 fi
 say "Citus $release installed for PostgreSQL $major from $tree in $((SECONDS - started)) s"

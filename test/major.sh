@@ -36,7 +36,8 @@ required=("postgresql-$major" "postgresql-server-dev-$major" g++ make)
 optional=("postgresql-$major-pgtap" libtap-parser-sourcehandler-pgtap-perl python3 python3-psycopg
     golang-go golang-github-jackc-pgx-v4-dev pgbouncer nodejs npm sqlsmith ca-certificates procps
     prometheus-postgres-exporter curl "postgresql-$major-cron"
-    perl libipc-run-perl xz-utils liblz4-dev libzstd-dev libkrb5-dev libicu-dev)
+    perl libipc-run-perl xz-utils liblz4-dev libzstd-dev libkrb5-dev libicu-dev
+    libcurl4-openssl-dev)
 # sid holds no PostgreSQL 19 yet: the server and its client library come from experimental.
 [[ $suite != experimental ]] || required=("postgresql-$major/experimental" "postgresql-server-dev-$major/experimental"
     "postgresql-client-$major/experimental" libpq5/experimental libpq-dev/experimental g++ make)
