@@ -183,7 +183,7 @@ BEGIN
              LATERAL ROWS FROM (pg_catalog.unnest(q.parts), pg_catalog.unnest(q.shards)) AS p(part, shard)
              WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue LOOP
         EXECUTE pg_catalog.format('SELECT ck.detach_queue_shard($2::pg_catalog.regclass) FROM (SELECT pg_catalog.count(*)'
-                                  ' FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id IS NULL) AS s', queue_name)
+                                  ' FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) 0) AS s', queue_name)
             USING shard_row.part, shard_row.shard;
     END LOOP;
     DELETE FROM ck.distributed_queues AS q WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue;
@@ -644,7 +644,7 @@ BEGIN
              LATERAL ROWS FROM (pg_catalog.unnest(q.parts), pg_catalog.unnest(q.shards)) AS p(part, shard)
              WHERE q.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue LOOP
         EXECUTE pg_catalog.format('SELECT ck.set_concurrency_limit($2::pg_catalog.regclass, $3, $4) FROM (SELECT pg_catalog.count(*)'
-                                  ' FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id IS NULL) AS s', queue_name)
+                                  ' FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) 0) AS s', queue_name)
             USING shard_row.part, shard_row.shard, concurrency_key, max_running;
         distributed := true;
     END LOOP;
@@ -988,7 +988,7 @@ BEGIN
         END IF;
         -- Routed by part to the worker holding shard i (the same statement as the coordinator's calls).
         EXECUTE pg_catalog.format('SELECT ck.attach_queue_shard($2::pg_catalog.regclass, $3::pg_catalog.regclass, $1, %s, %s, %s, %L, %s)'
-                                  ' FROM (SELECT pg_catalog.count(*) FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id IS NULL) AS s',
+                                  ' FROM (SELECT pg_catalog.count(*) FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) 0) AS s',
                                   i OPERATOR(pg_catalog.-) 1, n, first_id, config.lease, config.max_attempts, queue_name)
         USING parts[i], shards[i], dead_shards[i];
     END LOOP;

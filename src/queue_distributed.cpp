@@ -3,9 +3,12 @@
 // by ck.attach_queue_shard when ck.distribute_queue ran): its own triggers, claim frontier,
 // unique index and ck.queues row there. A call on the coordinator runs the same ck function on
 // the worker, the shard's name in place of the queue, inside one statement Citus routes to that
-// shard by the distribution column (part = the shard's value, which matches no row):
-//   SELECT r.* FROM (SELECT count(*) FROM queue WHERE part = $1 AND id IS NULL) AS s,
+// shard by the distribution column (part = the shard's value; the count, one index probe,
+// makes the one row the call hangs on):
+//   SELECT r.* FROM (SELECT count(*) FROM queue WHERE part = $1 AND id = 0) AS s,
 //                   LATERAL ck.f($2::regclass, $3, ...) AS r
+// (Not "id IS NULL": PostgreSQL 17 folds that to false on a NOT NULL column, Citus then
+// routes the statement nowhere and runs the call on the coordinator, where no shard is.)
 // One round trip to one worker, inside the caller's transaction (Citus opens the remote one
 // and commits it with ours). Citus's function call delegation would only take top-level
 // calls from a client, not these.
@@ -111,7 +114,7 @@ const Prepared &shard_call(const Prepared &d, Oid queue, Oid fn)
             initStringInfo(&sql);
             appendStringInfo(&sql,
                              "SELECT r.* FROM (SELECT pg_catalog.count(*) FROM %s WHERE part OPERATOR(pg_catalog.=) $1 "
-                             "AND id IS NULL) AS s, LATERAL %s($2::pg_catalog.regclass",
+                             "AND id OPERATOR(pg_catalog.=) 0) AS s, LATERAL %s($2::pg_catalog.regclass",
                              table_ref(queue).sql, quote_qualified_identifier("ck", NameStr(proc->proname)));
             for (int i = 1; i < nargs; i++) {
                 types[i + 1] = proc->proargtypes.values[i];
