@@ -119,7 +119,6 @@ uint64 execute_in_index_order(Oid queue, const Prepared &p, Datum *values, ck::S
                                : ck::execute_plan(p.plan, values, nullptr, snap);
 }
 
-
 // The claimed rows of the last execution (id, lease_token, attempt, payload, lease_until, old
 // priority, old run_at, old xmin) go to the result; each is ready again at its old key if this
 // transaction aborts, and at its lease end once it commits (if the lease has run out by
