@@ -1,6 +1,8 @@
 // Citus detection (citus.hpp): one row of pg_dist_partition per Citus table; its columns are found by name.
 #include "citus.hpp"
 
+#include <dlfcn.h>
+
 extern "C" {
 #include "access/genam.h"
 #include "access/table.h"
@@ -70,6 +72,15 @@ CitusTable citus_table(Oid relid)
     systable_endscan(scan);
     table_close(rel, AccessShareLock);
     return result;
+}
+
+bool citus_cancelled_for_deadlock()
+{
+    // Citus's own function, found among the loaded libraries' symbols (PostgreSQL loads them RTLD_GLOBAL), so that
+    // nothing is loaded here and the module does not link to Citus. Looked up once per backend.
+    using Check = bool (*)(bool clear_state);
+    static Check check = reinterpret_cast<Check>(dlsym(RTLD_DEFAULT, "MyBackendGotCancelledDueToDeadlock"));
+    return check != nullptr && check(true);
 }
 
 } // namespace ck

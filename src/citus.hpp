@@ -22,4 +22,9 @@ struct CitusTable {
 // The Citus kind of the relation relid. Raises PostgreSQL errors: call inside pg_call.
 CitusTable citus_table(Oid relid);
 
+// After a caught 57014: did Citus's distributed deadlock detector cancel this backend's transaction? (Citus turns
+// the 57014 into 40P01 only when the error is reported, too late for a caller that catches it.) Clears Citus's
+// mark. False without Citus loaded; call before the transaction is rolled back, which clears the mark too.
+bool citus_cancelled_for_deadlock();
+
 } // namespace ck

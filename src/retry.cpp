@@ -4,6 +4,7 @@
 // A retry needs a new transaction, not a subtransaction: under REPEATABLE READ and
 // SERIALIZABLE a subtransaction keeps the old snapshot and fails again.
 #include "args.hpp"
+#include "citus.hpp"
 
 extern "C" {
 #include "common/pg_prng.h"
@@ -170,6 +171,12 @@ CK_FUNCTION(ck_retry)
             break;
         } catch (const ck::PgError &e) {
             ErrorData *edata = e.data();
+            if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && ck::citus_cancelled_for_deadlock())
+                ck::pg_call([&] {
+                    edata->sqlerrcode = ERRCODE_T_R_DEADLOCK_DETECTED;
+                    edata->message = pstrdup("deadlock detected across Citus nodes");
+                    edata->detail = pstrdup("Citus's distributed deadlock detector cancelled this transaction.");
+                });
             roll_back(cxt, owner);
             current_attempt = 0;
             if (!retryable(edata->sqlerrcode, on_lock_timeout))

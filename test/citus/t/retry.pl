@@ -1,7 +1,8 @@
 # CALL ck.retry on Citus. Citus opens each worker's part of a transaction at the coordinator's isolation level, so
 # SERIALIZABLE holds per worker: a write skew between rows of one worker ends in 40001, which ck.retry retries; a
 # write skew between rows of two workers commits both sides (no node sees the cycle). A deadlock across two
-# workers is broken by Citus's distributed deadlock detector with 40P01, which ck.retry retries too.
+# workers is broken by Citus's distributed deadlock detector, which cancels one side (57014, reported as 40P01):
+# ck.retry asks Citus whether a 57014 it caught was that, and retries it as a deadlock.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -66,31 +67,63 @@ is($rows, $same1 < $same2 ? '0,1' : '1,0', 'one doctor stays on call (R rolled b
 is($attempts, '1', 'two workers: ck.retry commits at its first attempt');
 is($rows, '0,0', 'two workers: both doctors left: SERIALIZABLE holds per worker, not across workers');
 
-# A deadlock across the workers: S updates A then B, R (ck.retry) updates B then A.
-my ($s, $r) = (CkCitus::session($coord), CkCitus::session($coord));
-$s->query_safe('BEGIN');
-$s->query_safe("UPDATE duty SET on_call = on_call + 1 WHERE id = $cross1");
-$r->query_until(qr/started/, "\\echo started\nCALL ck.retry('UPDATE duty SET on_call = on_call + 10 WHERE id = $cross2; "
-	  . "UPDATE duty SET on_call = on_call + 10 WHERE id = $cross1', 'read committed');\n");
-my ($holder1) = grep { $_->port == CkCitus::port_of($coord, 'duty', $cross1) } @workers;
-CkCitus::wait_until($holder1, "SELECT EXISTS (SELECT FROM pg_locks WHERE NOT granted AND locktype = 'transactionid')");
-my $started = Time::HiRes::time();
-$s->query_safe("UPDATE duty SET on_call = on_call + 1 WHERE id = $cross2");
-my $waited = Time::HiRes::time() - $started;
-$s->query_safe('COMMIT');
-my $result = $r->query('SELECT 1');
-like($r->{stderr}, qr/ERROR:  canceling statement due to user request/,
-	"Citus's distributed deadlock detector cancelled the younger side, ck.retry's attempt, with 57014: Citus makes it "
-	  . "40P01 only when the error is reported, after ck.retry gave up on it");
+# deadlock(MAX_ATTEMPTS): a deadlock across the workers: S updates A then B, R (CALL ck.retry with MAX_ATTEMPTS)
+# updates B then A. Returns R's output, its stderr, its retries and the seconds S waited for the detector.
+my $r;
+sub deadlock
+{
+	my ($max_attempts) = @_;
+	my $s = CkCitus::session($coord);
+	$r = CkCitus::session($coord);
+	$r->query_safe('\\set VERBOSITY verbose');
+	$s->query_safe('BEGIN');
+	$s->query_safe("UPDATE duty SET on_call = on_call + 1 WHERE id = $cross1");
+	$r->query_until(qr/started/, "\\echo started\nCALL ck.retry('UPDATE duty SET on_call = on_call + 10 WHERE id = $cross2; "
+		  . "UPDATE duty SET on_call = on_call + 10 WHERE id = $cross1', 'read committed', $max_attempts);\n");
+	my ($holder1) = grep { $_->port == CkCitus::port_of($coord, 'duty', $cross1) } @workers;
+	CkCitus::wait_until($holder1, "SELECT EXISTS (SELECT FROM pg_locks WHERE NOT granted AND locktype = 'transactionid')");
+	my $started = Time::HiRes::time();
+	$s->query_safe("UPDATE duty SET on_call = on_call + 1 WHERE id = $cross2");
+	my $waited = Time::HiRes::time() - $started;
+	$s->query_safe('COMMIT');
+	$s->quit;
+	my $result = $r->query('SELECT 1');
+	my $stderr = $r->{stderr};
+	$r->{stderr} = '';
+	return ($result, $stderr, $r->query_safe('SELECT retries FROM ck.retry_stats()'), $waited);
+}
+
+my ($result, $stderr, $retries, $waited) = deadlock(5);
 note(sprintf('the older session waited %.1f s for the detector (it runs every deadlock_timeout x '
 	  . 'citus.distributed_deadlock_detection_factor = 2 s)', $waited));
+is($result, "2\n1",
+	"Citus's distributed deadlock detector cancelled ck.retry's first attempt (57014, which Citus makes 40P01 only "
+	  . 'when the error is reported); ck.retry asked Citus, took it as a deadlock and its second attempt committed')
+  or diag($stderr);
 is(CkCitus::sql($coord, "SELECT string_agg(on_call::text, ',' ORDER BY id) FROM duty WHERE id IN ($cross1, $cross2)"),
-	'1,1', 'the older transaction applied (0 + 1 on each row), the cancelled one not');
-TODO:
-{
-	local $TODO = 'ck.retry does not see Citus\'s distributed deadlock as 40P01 yet';
-	is($result, "2\n1", 'ck.retry retries a distributed deadlock');
-}
-$_->quit for $s, $r;
+	'11,11', 'both transactions applied once: the older one (+1 on each row), then the retried one (+10 on each)');
+is($retries, '1', 'ck.retry counted one retry');
+$r->quit;
+
+($result, $stderr, $retries) = deadlock(1);
+like($stderr, qr/ERROR:  40P01: deadlock detected across Citus nodes\nDETAIL:  Citus's distributed deadlock detector cancelled this transaction.\nck.retry gave up after 1 attempt./,
+	'with max_attempts 1: ck.retry gives up with 40P01, saying what cancelled it');
+is(CkCitus::sql($coord, "SELECT string_agg(on_call::text, ',' ORDER BY id) FROM duty WHERE id IN ($cross1, $cross2)"),
+	'12,12', 'the older transaction applied, the cancelled one not');
+is($retries, '0', 'no retry counted');
+
+# A cancel that is not the detector's stays 57014 and is not retried.
+$r->query_safe('BEGIN');
+$r->query_safe('SELECT pg_advisory_xact_lock(8)');
+my $c = CkCitus::session($coord);
+my $cpid = CkCitus::pid($c);
+$c->query_until(qr/started/, "\\echo started\nCALL ck.retry('SELECT pg_advisory_xact_lock(8)', 'read committed');\n");
+CkCitus::wait_for_lock($coord, $cpid);
+CkCitus::sql($coord, "SELECT pg_cancel_backend($cpid)");
+$c->query('SELECT 1');
+like($c->{stderr}, qr/ERROR:  canceling statement due to user request/, 'a plain cancel inside ck.retry: 57014, not retried');
+$r->query_safe('ROLLBACK');
+$c->quit;
+$r->quit;
 
 done_testing();
