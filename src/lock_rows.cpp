@@ -3,17 +3,27 @@
 //   SELECT FROM t WHERE key = ANY ($1) ORDER BY key FOR NO KEY UPDATE
 // LockRows sits above the Sort, so rows are locked in key order whatever order the caller
 // gives: two callers locking overlapping sets wait for each other and never deadlock.
+// On a Citus table distributed by the key, Citus takes FOR UPDATE only in a statement that
+// stays in one shard: there the keys are locked one statement each, in the same key order.
+// (A single-column unique key of a distributed table is its distribution column: Citus
+// requires every unique index to include it.) A Citus statement may wait on another node,
+// where this backend's lock_timeout does not reach: PostgreSQL's lock-timeout timer bounds it
+// here instead, cancelling it (and Citus the remote part) with 55P03.
 #include "args.hpp"
+#include "citus.hpp"
 #include "guc_scope.hpp"
 #include "plan_cache.hpp"
 #include "relation.hpp"
 #include "spi.hpp"
 
 extern "C" {
+#include "storage/proc.h"
 #include "utils/array.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 }
 
+#include <algorithm>
 #include <string>
 
 namespace {
@@ -57,14 +67,26 @@ const ck::Prepared &prepared(const Call &call)
     ck::PlanKey key(ck::StatementKind::LockRows, call.relid, call.keys_type, variant.c_str(), call.key_column);
     return ck::prepare_once(key, [&] {
         ck::Prepared p;
-        p.plan = ck::pg_call([&] {
+        ck::pg_call([&] {
             ck::TableRef t = ck::table_ref(call.relid);
             ck::ColumnRef k = ck::key_column_ref(t, call.key_column);
-            const char *sql = psprintf("SELECT FROM %s WHERE %s ORDER BY %s %s%s", t.rows_sql,
-                                       ck::key_in_array_sql(k, call.keys_type, 1), k.sql, call.mode->clause,
-                                       call.ms == 0 ? " NOWAIT" : "");
+            const char *nowait = call.ms == 0 ? " NOWAIT" : "";
             Oid types[1] = {call.keys_type};
-            return ck::prepare_kept(sql, 1, types);
+            ck::CitusTable citus = ck::citus_table(call.relid);
+            p.citus = citus.kind != ck::CitusKind::none;
+            if (citus.kind != ck::CitusKind::distributed) {
+                p.plan = ck::prepare_kept(psprintf("SELECT FROM %s WHERE %s ORDER BY %s %s%s", t.rows_sql,
+                                                   ck::key_in_array_sql(k, call.keys_type, 1), k.sql,
+                                                   call.mode->clause, nowait),
+                                          1, types);
+                return;
+            }
+            // The distinct keys in order, then one routed statement per key.
+            p.plan = ck::prepare_kept("SELECT DISTINCT u.k FROM pg_catalog.unnest($1) AS u(k) ORDER BY u.k", 1, types);
+            Oid element[1] = {get_element_type(call.keys_type)};
+            p.each_plan = ck::prepare_kept(psprintf("SELECT FROM %s WHERE %s %s%s", t.rows_sql,
+                                                    ck::key_match_sql(k, element[0], 1), call.mode->clause, nowait),
+                                           1, element);
         });
         p.table = ck::pg_call([&] { return get_rel_name(call.relid); });
         return p;
@@ -95,6 +117,67 @@ uint64 lock_within(SPIPlanPtr plan, Datum *values, int ms)
     });
 }
 
+// Runs plan, its whole run bounded by the lock-timeout timer when bound_ms > 0 (it raises
+// 55P03 wherever the statement waits). Returns the rows processed. Inside pg_call.
+uint64 run_bounded(SPIPlanPtr plan, Datum *values, int bound_ms)
+{
+    if (bound_ms > 0)
+        enable_timeout_after(LOCK_TIMEOUT, bound_ms);
+    volatile int rc = 0;
+    PG_TRY();
+    {
+        rc = SPI_execute_plan(plan, values, nullptr, false, 0);
+    }
+    PG_FINALLY();
+    {
+        if (bound_ms > 0)
+            disable_timeout(LOCK_TIMEOUT, false);
+    }
+    PG_END_TRY();
+    if (rc < 0)
+        elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+    uint64 processed = SPI_processed;
+    SPI_freetuptable(SPI_tuptable);
+    return processed;
+}
+
+// On a Citus table: the statement, or on a distributed table one statement per key in key
+// order, each bounded by what is left of ms (ms < 0: by lock_timeout, as a local wait is;
+// ms = 0: NOWAIT, in the statement).
+uint64 lock_on_citus(const ck::Prepared &p, Datum *values, int ms)
+{
+    ck::PlanExecution executing;
+    return ck::pg_call([&] {
+        int nest = ms > 0 ? ck::push_lock_timeout(ms) : 0;   // for waits on this node
+        TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
+        auto bound = [&] {
+            if (ms > 0)
+                return std::max(1, static_cast<int>((deadline - GetCurrentTimestamp()) / 1000));
+            return ms < 0 ? LockTimeout : 0;
+        };
+        uint64 locked = 0;
+        if (p.each_plan == nullptr) {
+            locked = run_bounded(p.plan, values, bound());
+        } else {
+            Portal portal = SPI_cursor_open(nullptr, p.plan, values, nullptr, true);
+            for (;;) {
+                SPI_cursor_fetch(portal, true, 1);
+                if (SPI_processed == 0)
+                    break;
+                SPITupleTable *row = SPI_tuptable;
+                bool isnull;
+                Datum key[1] = {SPI_getbinval(row->vals[0], row->tupdesc, 1, &isnull)};
+                locked += run_bounded(p.each_plan, key, bound());
+                SPI_freetuptable(row);
+            }
+            SPI_cursor_close(portal);
+        }
+        if (ms > 0)
+            ck::pop_settings(nest);
+        return locked;
+    });
+}
+
 } // namespace
 
 CK_FUNCTION(ck_lock_rows)
@@ -117,7 +200,10 @@ CK_FUNCTION(ck_lock_rows)
     Datum values[1] = {call.keys};
     uint64 locked;
     try {
-        locked = call.ms > 0 ? lock_within(p.plan, values, call.ms) : ck::execute_plan(p.plan, values, nullptr);
+        if (p.citus)
+            locked = lock_on_citus(p, values, call.ms);
+        else
+            locked = call.ms > 0 ? lock_within(p.plan, values, call.ms) : ck::execute_plan(p.plan, values, nullptr);
     } catch (const ck::PgError &e) {
         ErrorData *edata = e.data();
         if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || call.ms < 0)

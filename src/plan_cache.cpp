@@ -69,7 +69,8 @@ void on_relcache_invalidation(Datum, Oid relid)
 
 void free_plan(SPIPlanPtr plan)
 {
-    pg_call([&] { SPI_freeplan(plan); });
+    if (plan != nullptr)
+        pg_call([&] { SPI_freeplan(plan); });
 }
 
 // Frees what invalidation retired; only when no plan of ours is executing.
@@ -81,6 +82,7 @@ void sweep()
     for (auto it = plans.begin(); it != plans.end();) {
         if (!it->second.valid) {
             free_plan(it->second.prepared.plan);
+            free_plan(it->second.prepared.each_plan);
             it = plans.erase(it);
         } else {
             ++it;
@@ -113,6 +115,8 @@ const Prepared &plan_cache_store(const PlanKey &key, Prepared &&prepared, uint64
     if (!inserted) {
         // A stale entry found while a plan is executing: its plan may be in use.
         retired.push_back(entry.prepared.plan);
+        if (entry.prepared.each_plan != nullptr)
+            retired.push_back(entry.prepared.each_plan);
         stale_entries--;
     }
     entry.prepared = std::move(prepared);

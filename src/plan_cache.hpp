@@ -96,6 +96,10 @@ struct Prepared {
     Oid dead_letters = InvalidOid;    // the queue's dead-letter table
     bool has_dependencies = false;    // the queue has the columns of dependencies (0.3.1)
     mutable bool planned = false;     // its generic plan has been made (see queue.cpp)
+    // ck.lock_rows on a Citus table: its waits may be on other nodes; on a distributed table
+    // each_plan locks one key, run for each row (key) of plan
+    bool citus = false;
+    SPIPlanPtr each_plan = nullptr;
     // distributed queues (DistributionOf): per shard, its value of column part and its name
     std::vector<int32> parts;
     std::vector<std::string> shards;
