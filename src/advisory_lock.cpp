@@ -9,6 +9,7 @@
 #include "spi.hpp"
 
 extern "C" {
+#include "commands/extension.h"
 #include "storage/lock.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -188,10 +189,22 @@ CK_FUNCTION(ck_set_lock_timeout)
                         "ck.set_lock_timeout must be called inside a transaction block",
                         "Outside BEGIN ... COMMIT, SET LOCAL would end with this statement and change nothing.");
     int ms = usecs == 0 ? 0 : timeout_ms(fcinfo, 0);
-    ck::pg_call([&] {
+    bool citus = ck::pg_call([&] {
         char value[32];
         snprintf(value, sizeof value, "%d", ms);
         (void) set_config_option("lock_timeout", value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+        return GetConfigOption("citus.propagate_set_commands", true, false) != nullptr &&
+               OidIsValid(get_extension_oid("citus", true));
     });
+    if (citus) {
+        // Citus does not pass lock_timeout on to the workers, where a statement's row locks
+        // wait; it passes a SET LOCAL when citus.propagate_set_commands is 'local', so one runs
+        // here under that setting (the remote transactions of this one begin with it).
+        int nest = ck::pg_call([] { return ck::push_settings({{"citus.propagate_set_commands", "local"}}); });
+        ck::spi_connect();
+        ck::execute_sql(ck::pg_call([&] { return psprintf("SET LOCAL lock_timeout = %d", ms); }));
+        ck::spi_finish();
+        ck::pg_call([&] { ck::pop_settings(nest); });
+    }
     PG_RETURN_VOID();
 }

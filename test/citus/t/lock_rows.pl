@@ -67,6 +67,23 @@ like(CkCitus::sql_error($coord, "BEGIN; SELECT ck.lock_rows('stock', ARRAY[$lo, 
 like(CkCitus::sql_error($coord, "BEGIN; SET lock_timeout = '300ms'; SELECT ck.lock_rows('stock', ARRAY[$hi])"),
 	qr/ERROR:  canceling statement due to lock timeout/,
 	'no timeout given: the session\'s lock_timeout bounds the wait on the worker too');
+# ck.set_lock_timeout reaches the workers (a plain SET LOCAL lock_timeout does not).
+like(CkCitus::sql_error($coord, "BEGIN; SET LOCAL statement_timeout = '2s'; SET LOCAL lock_timeout = '300ms'; "
+	  . "UPDATE stock SET qty = 0 WHERE id = $hi"),
+	qr/ERROR:  canceling statement due to statement timeout/,
+	'a plain SET LOCAL lock_timeout stays on the coordinator: the UPDATE waits on the worker until statement_timeout');
+$started = Time::HiRes::time();
+like(CkCitus::sql_error($coord, "BEGIN; SET LOCAL statement_timeout = '5s'; SELECT ck.set_lock_timeout('300ms'); "
+	  . "UPDATE stock SET qty = 0 WHERE id = $hi"),
+	qr/ERROR:  canceling statement due to lock timeout/, 'after ck.set_lock_timeout the worker gives up with 55P03');
+$took = Time::HiRes::time() - $started;
+cmp_ok($took, '<', 2, sprintf('after the lock timeout, not the statement timeout (%.2f s)', $took));
+like(CkCitus::sql_error($coord, "BEGIN; SET LOCAL statement_timeout = '5s'; SELECT qty FROM stock WHERE id = $hi; "
+	  . "SELECT ck.set_lock_timeout('300ms'); UPDATE stock SET qty = 0 WHERE id = $hi"),
+	qr/ERROR:  canceling statement due to lock timeout/,
+	'also on a worker connection the transaction opened before the call');
+is(CkCitus::sql($coord, "BEGIN; SELECT ck.set_lock_timeout('300ms'); SHOW citus.propagate_set_commands; COMMIT"),
+	"\nnone", 'citus.propagate_set_commands is left as it was');
 is(CkCitus::sql($coord, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Timeout' OR state = 'idle in transaction (aborted)'"),
 	'0', 'nothing left waiting on the coordinator');
 
