@@ -312,7 +312,8 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 {TIMESTAMPTZOID}, 1, 0};
     case StatementKind::Stats:
         // Exact counts from the index ranges that stay small (leased, scheduled and claimable
-        // up to 10,000 rows); past that, ready is estimated from the table's size.
+        // up to 10,000 rows); past that, ready is estimated from the table's size ($1, from
+        // the relcache: pg_class would hide a Citus shard from a client's session).
         return {priorities + ", leased AS ("
                 "  SELECT pg_catalog.count(*) FILTER (WHERE run_at" CK_OP(">") + now + ") AS running,"
                 "         pg_catalog.count(*) FILTER (WHERE run_at" CK_OP("<=") + now + ") AS expired"
@@ -330,21 +331,16 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 "    LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority" EQ "p.priority"
                 "             AND j.run_at" CK_OP("<=") + now + " AND j.lease_token IS NULL ORDER BY j.run_at LIMIT 1) AS o"
                 "  WHERE p.priority IS NOT NULL"
-                "), estimate AS ("
-                "  SELECT CASE WHEN c.relpages" CK_OP(">") "0 AND c.reltuples" CK_OP(">=") "0"
-                "    THEN ((c.reltuples" CK_OP("/") "c.relpages)" CK_OP("*") "(pg_catalog.pg_relation_size(c.oid)" CK_OP("/")
-                "          pg_catalog.current_setting('block_size')::integer))::bigint END AS rows"
-                "  FROM pg_catalog.pg_class AS c WHERE c.oid" EQ "$1"
                 ")"
                 " SELECT CASE WHEN claimable.n" CK_OP("<=") "10000 THEN claimable.n"
-                "        ELSE GREATEST(10001, estimate.rows" CK_OP("-") "future.n" CK_OP("-") "leased.running"
+                "        ELSE GREATEST(10001, $1" CK_OP("-") "future.n" CK_OP("-") "leased.running"
                 CK_OP("-") "leased.expired) END,"
                 "   future.n, leased.running, leased.expired,"
                 "   (SELECT pg_catalog.count(*) FROM " + dead + "),"
                 "   " + now + CK_OP("-") "oldest.run_at,"
                 "   claimable.n" CK_OP(">") "10000"
-                " FROM leased, future, claimable, oldest, estimate",
-                {REGCLASSOID}, 1, 0};
+                " FROM leased, future, claimable, oldest",
+                {INT8OID}, 1, 0};
     default:
         throw std::logic_error("not a queue statement");
     }

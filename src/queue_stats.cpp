@@ -7,16 +7,38 @@
 #include "spi.hpp"
 
 extern "C" {
+#include "access/relation.h"
+#include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 }
+
+namespace {
+
+// The queue's rows as the planner estimates them: the density of its last analysis times
+// its blocks now (known only once it has been analysed).
+int64 estimated_rows(Oid queue, bool *known)
+{
+    return ck::pg_call([&] {
+        Relation rel = relation_open(queue, AccessShareLock);
+        int64 rows = 0;
+        *known = rel->rd_rel->relpages > 0 && rel->rd_rel->reltuples >= 0;
+        if (*known)
+            rows = static_cast<int64>(rel->rd_rel->reltuples / rel->rd_rel->relpages *
+                                      RelationGetNumberOfBlocks(rel));
+        relation_close(rel, AccessShareLock);
+        return rows;
+    });
+}
+
+} // namespace
 
 CK_FUNCTION(ck_queue_stats)
 {
     ck::require_arg(fcinfo, 0, "queue");
     Oid queue = PG_GETARG_OID(0);
-    Datum values[1] = {ObjectIdGetDatum(queue)};
     ck::spi_connect();
     if (const ck::Prepared *d = ck::queue_distribution(queue)) {
         Datum row = ck::distributed_stats(fcinfo, *d);
@@ -24,8 +46,12 @@ CK_FUNCTION(ck_queue_stats)
         return row;
     }
     const ck::Prepared &p = ck::queue_statement(ck::StatementKind::Stats, queue);
-    ck::execute_plan(p.plan, values, nullptr, ck::Snap::ReadOnly);
+    bool known = false;
+    Datum values[1] = {Int64GetDatum(estimated_rows(queue, &known))};
+    uint64 rows = ck::execute_plan(p.plan, values, known ? nullptr : "n", ck::Snap::ReadOnly);
     Datum row = ck::pg_call([&] {
+        if (rows != 1 || SPI_tuptable == nullptr)
+            elog(ERROR, "the statistics of queue \"%s\" came back as " UINT64_FORMAT " rows", get_rel_name(queue), rows);
         TupleDesc desc;
         if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
             elog(ERROR, "return type must be a row type");

@@ -283,6 +283,11 @@ FUNCS = {
     "attach_queue_shard": (lambda: [queue(), rel(), pick(INTS, BAD_INTS), pick(INTS, BAD_INTS), pick(INTS, BAD_INTS),
                                     pick(BIGINTS, BAD_BIGINTS), iv(), pick(INTS, BAD_INTS)], False, True),
     "detach_queue_shard": (lambda: [rel()], False, True),
+    # Names that resolve to no table: a row for a real one would make its calls route to shards.
+    "register_distributed_queue": (lambda: [pick(["'no_such_table'", "'public.\"Nope\"'"], BAD_TEXTS),
+                                            pick(["'{1,2}'::int[]", "'{}'::int[]"], BAD_ARRAYS),
+                                            pick(["'{a,b}'::text[]", "'{}'::text[]"], ["NULL", "'{NULL}'::text[]"])],
+                                   False, True),
     "claim": (lambda: opt([queue()], lambda: pick(INTS, BAD_INTS), iv), True, False),
     "claim_wait": (lambda: [queue(), pick(INTS, BAD_INTS), iv(), pick(WAITS, BAD_WAITS)], True, False),
     "complete": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)], False, False),

@@ -32,6 +32,7 @@ INSERT INTO expected_functions VALUES
     ('distribute_queue',    '{regclass,integer}',                                     'void',    'volatile',  'unsafe', false),
     ('attach_queue_shard',  '{regclass,regclass,integer,integer,integer,bigint,interval,integer}', 'void', 'volatile', 'unsafe', false),
     ('detach_queue_shard',  '{regclass}',                                             'void',    'volatile',  'unsafe', false),
+    ('register_distributed_queue', '{text,integer[],text[]}',                          'void',    'volatile',  'unsafe', false),
     ('cancel',              '{regclass,bigint}',                                      'text',    'volatile',  'unsafe', false),
     ('claim',               '{regclass,integer,interval}',                            'setof record', 'volatile', 'unsafe', false),
     ('claim_wait',          '{regclass,integer,interval,interval}',                   'setof record', 'volatile', 'unsafe', false),

@@ -155,6 +155,35 @@ is(sql(q{SELECT count(*) FROM done}), '400', 'every job was completed once (a se
 is(sql(q{SELECT count(*) FROM jobs}), '0', 'the queue is empty');
 cmp_ok(sql(q{SELECT count(DISTINCT by_pid) FROM done}), '>=', 2, 'by more than one claimer');
 
+# Calls on any node: every node holding a shard knows the queue's distribution (its own row of
+# ck.distributed_queues), so a client connected to a worker uses the queue as on the coordinator,
+# Citus routing each call from there: the routing spreads over the nodes.
+for my $i (0 .. $#workers)
+{
+	is(CkCitus::sql($workers[$i], q{SELECT array_length(parts, 1) FROM ck.distributed_queues WHERE queue = 'jobs'::regclass}),
+		'4', 'worker ' . ($i + 1) . ' knows the queue\'s four shards');
+}
+my ($w1, $w2) = @workers;
+CkCitus::sql($w1, q{SELECT ck.enqueue('jobs', jsonb_build_object('n', g)) FROM generate_series(1, 8) g});
+is(sql(q{SELECT count(*) || ' ' || count(DISTINCT id % 4) FROM jobs}), '8 4',
+	'8 jobs enqueued through worker 1, on all four shards (two of them on worker 2)');
+my @claimed = grep { $_ ne '' } map { CkCitus::sql($w2, q{SELECT id || '|' || lease_token FROM ck.claim('jobs', 1)}) } 1 .. 9;
+is(scalar @claimed, 8, 'worker 2 claimed the 8 jobs one by one, from the shards of both workers, and found no 9th');
+my $completed = 0;
+for (@claimed)
+{
+	my ($cid, $ctok) = split /\|/;
+	$completed++ if CkCitus::sql($w1, "SELECT ck.complete('jobs', $cid, $ctok)") eq 't';
+}
+is($completed, 8, 'worker 1 completed each, its token checked on the job\'s shard wherever that is');
+is(CkCitus::sql($w2, q{SELECT ready FROM ck.queue_stats('jobs')}), '0', 'queue_stats through worker 2: empty');
+CkCitus::sql($w1, q{SELECT ck.enqueue('jobs', '{}')});
+my ($wid, $wtok) = split /\|/, CkCitus::sql($w1, q{SELECT id || '|' || lease_token FROM ck.claim('jobs', 1)});
+my @sent = CkCitus::remote_commands($w1, "SELECT ck.complete('jobs', $wid, $wtok)");
+is(scalar(grep { /LATERAL ck\.complete\(/ } @sent), 1, 'a call on a worker: one routed statement (local or to the other worker)')
+  or diag(join("\n", @sent));
+is(sql(q{SELECT count(*) FROM jobs}), '0', 'and it completed the job');
+
 # drop_queue: the distributed table, its dead letters and every shard's registration go.
 sql(q{SELECT ck.drop_queue('jobs')});
 is(sql(q{SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text IN ('jobs', 'jobs_dead')}), '0',
@@ -164,6 +193,7 @@ for my $i (0 .. $#workers)
 {
 	is(CkCitus::sql($workers[$i], q{SELECT count(*) FROM ck.queues}), '0',
 		'worker ' . ($i + 1) . ' keeps no registration of a dropped shard');
+	is(CkCitus::sql($workers[$i], q{SELECT count(*) FROM ck.distributed_queues}), '0', '... nor of the dropped queue');
 }
 
 sub sql_state_of

@@ -1,4 +1,4 @@
--- concurrency_kit 0.3.2: install script. Every function runs as the caller (SECURITY
+-- concurrency_kit 0.3.3: install script. Every function runs as the caller (SECURITY
 -- INVOKER); tables are regclass, columns name. No function carries a SET clause: everything
 -- the extension runs is immune to the caller's search_path by construction (relations
 -- printed from their OIDs, operators written OPERATOR(pg_catalog.op) or the type's own
@@ -864,6 +864,27 @@ $$;
 COMMENT ON FUNCTION ck.attach_queue_shard(regclass, regclass, integer, integer, integer, bigint, interval, integer) IS
 'internal, run by ck.distribute_queue on the worker holding a shard: makes the shard a queue of its own there';
 
+-- On every node that holds a shard of a queue being distributed (and on the coordinator): the
+-- queue's row of ck.distributed_queues there, so that queue calls made on that node route to
+-- the shards as the coordinator's do (0.3.3). A node that does not know the distributed table
+-- (Citus without metadata on the workers) gets no row: calls go through the coordinator.
+CREATE FUNCTION ck.register_distributed_queue(queue text, parts integer[], shards text[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $$
+DECLARE
+    rel pg_catalog.regclass := pg_catalog.to_regclass(queue);
+BEGIN
+    IF rel IS NOT NULL THEN
+        INSERT INTO ck.distributed_queues (queue, parts, shards)
+        VALUES (rel, register_distributed_queue.parts, register_distributed_queue.shards)
+        ON CONFLICT ON CONSTRAINT distributed_queues_pkey DO NOTHING;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION ck.register_distributed_queue(text, integer[], text[]) IS
+'internal, run by ck.distribute_queue on every node holding a shard and on the coordinator: the queue''s row of ck.distributed_queues there, so that calls on that node route to the shards';
+
 CREATE FUNCTION ck.distribute_queue(queue regclass, shard_count integer DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
@@ -986,13 +1007,15 @@ BEGIN
             RAISE EXCEPTION 'part % does not land in shard % of queue %', parts[i], shards[i], queue_name
                 USING ERRCODE = 'internal_error';
         END IF;
-        -- Routed by part to the worker holding shard i (the same statement as the coordinator's calls).
-        EXECUTE pg_catalog.format('SELECT ck.attach_queue_shard($2::pg_catalog.regclass, $3::pg_catalog.regclass, $1, %s, %s, %s, %L, %s)'
+        -- Routed by part to the worker holding shard i (the same statement as the coordinator's
+        -- calls): the shard becomes a queue there, and the node learns the queue's distribution.
+        EXECUTE pg_catalog.format('SELECT ck.attach_queue_shard($2::pg_catalog.regclass, $3::pg_catalog.regclass, $1, %s, %s, %s, %L, %s),'
+                                  ' ck.register_distributed_queue(%L, $4, $5)'
                                   ' FROM (SELECT pg_catalog.count(*) FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) 0) AS s',
-                                  i OPERATOR(pg_catalog.-) 1, n, first_id, config.lease, config.max_attempts, queue_name)
-        USING parts[i], shards[i], dead_shards[i];
+                                  i OPERATOR(pg_catalog.-) 1, n, first_id, config.lease, config.max_attempts, queue_name, queue_name)
+        USING parts[i], shards[i], dead_shards[i], parts, shards;
     END LOOP;
-    INSERT INTO ck.distributed_queues (queue, parts, shards) VALUES (distribute_queue.queue, parts, shards);
+    PERFORM ck.register_distributed_queue(queue_name, parts, shards);
 END
 $$;
 COMMENT ON FUNCTION ck.distribute_queue(regclass, integer) IS
@@ -1008,7 +1031,10 @@ BEGIN
     DELETE FROM ck.unique_windows AS w WHERE w.queue OPERATOR(pg_catalog.=) shard;
     DELETE FROM ck.concurrency_limits AS l WHERE l.queue OPERATOR(pg_catalog.=) shard;
     DELETE FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) shard;
+    -- The distributed queue's row of this node (0.3.3), which lists the shard.
+    DELETE FROM ck.distributed_queues AS d
+    WHERE shard OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.to_regclass(n) FROM pg_catalog.unnest(d.shards) AS n);
 END
 $$;
 COMMENT ON FUNCTION ck.detach_queue_shard(regclass) IS
-'internal, run by ck.drop_queue on the worker holding a shard of a distributed queue: removes the shard''s registrations there';
+'internal, run by ck.drop_queue on the worker holding a shard of a distributed queue: removes the shard''s registrations there, the queue''s row of ck.distributed_queues among them';
