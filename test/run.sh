@@ -154,6 +154,7 @@ chaos_suites() {
 
 # citus_suite: test/citus (a Citus cluster of its own per test file) when Citus is installed for this major or can
 # be built from CK_CITUS_SOURCE (test/citus.sh); else skipped, with the reason ("no Citus for PostgreSQL 19").
+# citus_suite FILE...: only those test files, at full size (CK_CHAOS=full; make chaos runs the fault test so).
 citus_suite() {
     local why
     if ! why=$(bash "$here/citus.sh" ensure); then
@@ -162,7 +163,11 @@ citus_suite() {
         return 0
     fi
     runnable citus prove ipc-run || return 0
-    suite citus count_tap bash "$here/citus/run.sh" || true
+    if (($# == 0)); then
+        suite citus count_tap bash "$here/citus/run.sh" || true
+    else
+        suite "citus $* full" count_tap env CK_CHAOS=full bash "$here/citus/run.sh" "$@" || true
+    fi
 }
 
 # totals: the closing line; fails unless some test ran and none failed.
@@ -252,7 +257,7 @@ case $mode in
     demo) bash "$here/demo.sh" ;;
     test) run_tests ;;
     bench) bash "$here/bench/run.sh" ;;
-    chaos) chaos_suites full && totals ;;
+    chaos) chaos_suites full && citus_suite t/distributed_queue_faults.pl && totals ;;
     bench-peers) bash "$here/bench/peers/run.sh" ;;
     bench-sustained) bash "$here/bench/sustained/run.sh" ;;
     bench-horizon) bash "$here/bench/horizon/run.sh" ;;

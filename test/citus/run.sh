@@ -17,7 +17,7 @@ for test in "${@:-$here/t/*.pl}"; do
     # shellcheck disable=SC2206
     for file in $test; do tests+=("t/$(basename "$file")"); done
 done
-run=(env PG_TEST_TIMEOUT_DEFAULT="${PG_TEST_TIMEOUT_DEFAULT:-60}" PATH="$("$pg_config" --bindir):$PATH" TESTDIR="$work/citus" PG_REGRESS="$lib/src/test/regress/pg_regress"
+run=(env CK_CHAOS="${CK_CHAOS:-}" PG_TEST_TIMEOUT_DEFAULT="${PG_TEST_TIMEOUT_DEFAULT:-60}" PATH="$("$pg_config" --bindir):$PATH" TESTDIR="$work/citus" PG_REGRESS="$lib/src/test/regress/pg_regress"
     timeout -k 10 1200 prove -v -I "$lib/src/test/perl" -I "$work/citus" "${tests[@]}")
 status=0
 if [[ $EUID -eq 0 ]]; then

@@ -2,13 +2,15 @@
 # the same run on the same Citus cluster: jobs/s with pgbench (each transaction one statement,
 # claim and complete of one job), the CPU each node spent per job (its backends' utime + stime
 # from /proc), and the statements the coordinator sent to workers per job
-# (citus.log_remote_commands). Run by test/citus/bench.sh; CK_BENCH_CLIENTS (default 4) and
+# (citus.log_remote_commands). The distributed queue twice: clients connected to the
+# coordinator, and clients connected to the workers (half to each), which route the calls. Run by test/citus/bench.sh; CK_BENCH_CLIENTS (default 4) and
 # CK_BENCH_JOBS (per client and round, default 1500) size it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use IPC::Run;
 use CkCitus;
 
 my $clients = $ENV{CK_BENCH_CLIENTS} // 4;
@@ -55,9 +57,11 @@ sub remote_per_job
 	return @issued / 20;
 }
 
+# round(QUEUE, NODES...): the jobs of one round enqueued, then drained by pgbench clients
+# connected to NODES (split evenly, all at once).
 sub round
 {
-	my ($queue) = @_;
+	my ($queue, @targets) = @_;
 	my $jobs = $clients * $per_client;
 	sql("SELECT ck.enqueue('$queue', jsonb_build_object('n', g)) FROM generate_series(1, $jobs) g");
 	my $script = PostgreSQL::Test::Utils::tempdir() . "/$queue.sql";
@@ -68,36 +72,47 @@ sub round
 	my @sessions0 = map { $_->safe_psql('postgres', $sessions) } @workers;
 	my @cpu0 = map { node_cpu($_) } @nodes;
 	my $t0 = time;
-	my ($out, $err) = run_command([ 'pgbench', '-n', '-M', 'prepared', '-c', $clients, '-j', $clients,
-		'-t', $per_client, '-f', $script, '-d', $coord->connstr('postgres') ]);
+	my $each = $clients / @targets;
+	my @runs = map {
+		my ($o, $e) = ('', '');
+		[ IPC::Run::start([ 'pgbench', '-n', '-M', 'prepared', '-c', $each, '-j', $each, '-t', $per_client, '-f', $script,
+					'-d', $_->connstr('postgres') ], '>', \$o, '2>', \$e), \$o, \$e ]
+	} @targets;
+	my $done = 0;
+	for my $r (@runs)
+	{
+		$r->[0]->finish or die "pgbench: ${ $r->[2] }";
+		die "pgbench: ${ $r->[2] }" unless ${ $r->[1] } =~ /number of transactions actually processed: (\d+)/;
+		$done += $1;
+	}
 	my $elapsed = time - $t0;
 	my @cpu1 = map { node_cpu($_) } @nodes;
 	sleep 1;    # session statistics are flushed when sessions end
 	my $opened = 0;
 	$opened += $workers[$_]->safe_psql('postgres', $sessions) - $sessions0[$_] - 1 for 0 .. $#workers;
-	die "pgbench: $err" unless $out =~ /number of transactions actually processed: (\d+)/;
-	my $done = $1;
 	is(sql("SELECT count(*) FROM $queue"), '0', "$queue: every job claimed and completed");
-	my ($tps) = $out =~ /tps = ([\d.]+)/;
-	return { tps => $tps, cpu => [ map { ($cpu1[$_] - $cpu0[$_]) / $done * 1e6 } 0 .. $#nodes ], opened => $opened };
+	return { tps => $done / $elapsed, cpu => [ map { ($cpu1[$_] - $cpu0[$_]) / $done * 1e6 } 0 .. $#nodes ],
+		opened => $opened };
 }
 
 my %result;
+my %targets = (local_q => [$coord], dist_q => [$coord], 'dist_q via workers' => [@workers]);
+my @variants = ('local_q', 'dist_q', 'dist_q via workers');
 for my $r (1 .. 2)
 {
-	for my $queue ('local_q', 'dist_q')
+	for my $variant (@variants)
 	{
-		push @{ $result{$queue} }, round($queue);
+		push @{ $result{$variant} }, round((split / /, $variant)[0], @{ $targets{$variant} });
 	}
 }
-for my $queue ('local_q', 'dist_q')
+for my $variant (@variants)
 {
-	for my $r (@{ $result{$queue} })
+	for my $r (@{ $result{$variant} })
 	{
-		diag sprintf('%-8s %8.0f jobs/s  CPU us/job: %s; sessions opened on the workers: %d', $queue, $r->{tps},
+		diag sprintf('%-18s %8.0f jobs/s  CPU us/job: %s; sessions opened on the workers: %d', $variant, $r->{tps},
 			join(', ', map { "$names[$_] " . sprintf('%.0f', $r->{cpu}[$_]) } 0 .. $#names), $r->{opened});
 	}
-	diag sprintf('%-8s statements to workers per job: %.1f', $queue, remote_per_job($queue));
 }
-diag "$clients clients, $per_client jobs each per round";
+diag sprintf('%-8s statements to workers per job: %.1f', $_, remote_per_job($_)) for 'local_q', 'dist_q';
+diag "$clients clients, $per_client jobs each per round (through the workers: half the clients on each)";
 done_testing();

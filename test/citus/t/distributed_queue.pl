@@ -163,6 +163,13 @@ for my $i (0 .. $#workers)
 	is(CkCitus::sql($workers[$i], q{SELECT array_length(parts, 1) FROM ck.distributed_queues WHERE queue = 'jobs'::regclass}),
 		'4', 'worker ' . ($i + 1) . ' knows the queue\'s four shards');
 }
+# A queue distributed under 0.3.2 has no row on the workers: the upgrade note's statement adds them.
+CkCitus::sql($_, q{DELETE FROM ck.distributed_queues}) for @workers;
+sql(q{SELECT run_command_on_workers(format('SELECT ck.register_distributed_queue(%L, %L, %L)',
+           (pg_identify_object('pg_class'::regclass, queue, 0)).identity, parts, shards))
+      FROM ck.distributed_queues});
+is(join(',', map { CkCitus::sql($_, q{SELECT count(*) FROM ck.distributed_queues WHERE queue = 'jobs'::regclass}) } @workers),
+	'1,1', 'the statement of the 0.3.2 -> 0.3.3 upgrade note registers the queue on the workers again');
 my ($w1, $w2) = @workers;
 CkCitus::sql($w1, q{SELECT ck.enqueue('jobs', jsonb_build_object('n', g)) FROM generate_series(1, 8) g});
 is(sql(q{SELECT count(*) || ' ' || count(DISTINCT id % 4) FROM jobs}), '8 4',
@@ -177,12 +184,29 @@ for (@claimed)
 }
 is($completed, 8, 'worker 1 completed each, its token checked on the job\'s shard wherever that is');
 is(CkCitus::sql($w2, q{SELECT ready FROM ck.queue_stats('jobs')}), '0', 'queue_stats through worker 2: empty');
-CkCitus::sql($w1, q{SELECT ck.enqueue('jobs', '{}')});
-my ($wid, $wtok) = split /\|/, CkCitus::sql($w1, q{SELECT id || '|' || lease_token FROM ck.claim('jobs', 1)});
-my @sent = CkCitus::remote_commands($w1, "SELECT ck.complete('jobs', $wid, $wtok)");
-is(scalar(grep { /LATERAL ck\.complete\(/ } @sent), 1, 'a call on a worker: one routed statement (local or to the other worker)')
-  or diag(join("\n", @sent));
-is(sql(q{SELECT count(*) FROM jobs}), '0', 'and it completed the job');
+# One job on a shard of worker 1, one on a shard of worker 2, each completed through worker 1.
+CkCitus::sql($w1, q{SELECT ck.enqueue('jobs', '{}') FROM generate_series(1, 8)});
+my %job_on;
+for my $row (split /\n/, CkCitus::sql($w1, q{SELECT c.id, c.lease_token, j.part FROM ck.claim('jobs', 8) AS c JOIN jobs AS j USING (id)}))
+{
+	my ($jid, $jtok, $part) = split /\|/, $row;
+	$job_on{ CkCitus::port_of($coord, 'jobs', $part) } = [ $jid, $jtok ];
+}
+for my $w (@workers)
+{
+	my ($jid, $jtok) = @{ $job_on{ $w->port } };
+	my ($wret, $wout, $werr) = $w1->psql('postgres', "SET citus.log_remote_commands = on; SET client_min_messages = notice; "
+		  . "SELECT ck.complete('jobs', $jid, $jtok)");
+	# (Citus logs a local statement it runs from its query tree as "<optimized out by local execution>".)
+	my $sent = $w == $w1 ? qr/executing the command locally: (?:SELECT .*LATERAL ck\.complete\(|<optimized out by local execution>)/
+	  : qr/issuing SELECT .*LATERAL ck\.complete\(/;
+	is(scalar(() = $werr =~ /$sent/g) . " $wout", '1 t',
+		$w == $w1 ? 'a call on worker 1 for a shard of its own: one statement, run locally (no round trip)'
+		  : 'a call on worker 1 for a shard of worker 2: one statement, sent there') or diag($werr);
+}
+sql(q{WITH c AS MATERIALIZED (SELECT array_agg(id) AS i, array_agg(lease_token) AS t FROM jobs)
+	SELECT ck.complete_many('jobs', c.i, c.t) FROM c});
+is(sql(q{SELECT count(*) FROM jobs}), '0', 'the queue is empty again');
 
 # drop_queue: the distributed table, its dead letters and every shard's registration go.
 sql(q{SELECT ck.drop_queue('jobs')});

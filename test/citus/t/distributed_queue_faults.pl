@@ -1,6 +1,8 @@
 # Faults on the cluster (issue 23 part 4): 8 claimers drain a distributed queue while the workers'
 # backends serving the coordinator are terminated and a worker node is restarted. No job is lost,
-# none is done twice, and the leases the faults cut are claimed again.
+# none is done twice, and the leases the faults cut are claimed again. CK_CHAOS=full (make chaos):
+# 4,000 jobs, ten rounds of terminations, then both workers restarted one after the other;
+# otherwise (make test) 800 jobs, three rounds, worker 1 restarted.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -10,7 +12,10 @@ use CkCitus;
 
 my ($coord, @workers) = CkCitus::cluster();
 sub sql { CkCitus::sql($coord, @_) }
-my $jobs = 800;
+my $full = ($ENV{CK_CHAOS} // '') eq 'full';
+my $jobs = $full ? 4000 : 800;
+my $rounds = $full ? 10 : 3;
+my $step = int($jobs / (2 * $rounds + 2));
 
 sql(q{SELECT ck.create_queue('jobs', lease => '2 s', max_attempts => 100, notify => false)});
 sql(q{SELECT ck.distribute_queue('jobs', 4)});
@@ -42,11 +47,11 @@ for (1 .. 8)
 }
 
 # The faults, while they drain: the workers' backends that run the coordinator's statements
-# are terminated three times, then worker 1 restarts (failing the completions of the leases its
-# shards gave out).
-for my $round (1 .. 3)
+# are terminated $rounds times, then worker 1 restarts (failing the completions of the leases its
+# shards gave out), and in the full run worker 2 after it.
+for my $round (1 .. $rounds)
 {
-	$coord->poll_query_until('postgres', "SELECT count(*) >= $round * 80 FROM done") or die 'no progress';
+	$coord->poll_query_until('postgres', "SELECT count(*) >= $round * $step FROM done") or die 'no progress';
 	for my $w (@workers)
 	{
 		$w->safe_psql('postgres', q{SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -54,8 +59,13 @@ for my $round (1 .. 3)
 	}
 }
 
-$coord->poll_query_until('postgres', 'SELECT count(*) >= 400 FROM done') or die 'no progress';
+$coord->poll_query_until('postgres', 'SELECT count(*) >= ' . int($jobs / 2) . ' FROM done') or die 'no progress';
 $workers[0]->restart;
+if ($full)
+{
+	$coord->poll_query_until('postgres', 'SELECT count(*) >= ' . int($jobs * 3 / 4) . ' FROM done') or die 'no progress';
+	$workers[1]->restart;
+}
 
 my $failed = 0;
 for my $c (@claimers) { $c->finish or $failed++ }

@@ -102,7 +102,7 @@ $s->query_safe('COMMIT');
 
 # A reference table: one statement on the coordinator's copy, after Citus locked the shard on every placement.
 my @ref = CkCitus::remote_commands($coord, "BEGIN; SELECT ck.lock_rows('rooms', ARRAY[3, 1]); COMMIT");
-ok((grep { /lock_shard_resources/ } @ref) && (grep { /^local: SELECT FROM ONLY public\.rooms_\d+ rooms .* FOR NO KEY UPDATE/ } @ref),
+ok((grep { /lock_shard_resources/ } @ref) && (grep { /^local: (?:SELECT FROM ONLY public\.rooms_\d+ rooms .* FOR NO KEY UPDATE|<optimized out by local execution>)/ } @ref),
 	'reference table: Citus locks the shard on the placements, then the rows of the local copy') or diag(join("\n", @ref));
 $s->query_safe('BEGIN');
 is($s->query_safe("SELECT ck.lock_rows('rooms', ARRAY[1])"), '1', 'S locks room 1');
