@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The distributed queue's benchmark (test/citus/bench/queue.pl) on a Citus cluster of its own, as run.sh runs the
 # Citus suite: prove from a copy the server's user owns. Prints jobs/s, CPU per job per node and statements to
-# workers per job for a coordinator-local queue and a distributed one.
+# workers per job for a coordinator-local queue and a distributed one (clients on the coordinator, then on the workers).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 pg_config=${PG_CONFIG:-/usr/lib/postgresql/${CK_PG:-15}/bin/pg_config}
