@@ -74,13 +74,43 @@ CitusTable citus_table(Oid relid)
     return result;
 }
 
+namespace {
+
+emit_log_hook_type citus_log_hook = nullptr;   // Citus's emit_log_hook, when noted by citus_note_log_hook
+
+} // namespace
+
+void citus_note_log_hook()
+{
+    // Citus keeps whether its deadlock detector cancelled a backend in its own shared memory, and
+    // its library hides the function that reads it (PostgreSQL 16+ builds modules with hidden
+    // symbols). Its emit_log_hook reads it: a function of citus.so, told apart by the file that
+    // holds its code.
+    Dl_info info;
+    if (emit_log_hook == nullptr || dladdr(reinterpret_cast<void *>(emit_log_hook), &info) == 0 ||
+        info.dli_fname == nullptr)
+        return;
+    const char *file = strrchr(info.dli_fname, '/');
+    file = file == nullptr ? info.dli_fname : file + 1;
+    if (strcmp(file, "citus.so") == 0)
+        citus_log_hook = emit_log_hook;
+}
+
 bool citus_cancelled_for_deadlock()
 {
-    // Citus's own function, found among the loaded libraries' symbols (PostgreSQL loads them RTLD_GLOBAL), so that
-    // nothing is loaded here and the module does not link to Citus. Looked up once per backend.
-    using Check = bool (*)(bool clear_state);
-    static Check check = reinterpret_cast<Check>(dlsym(RTLD_DEFAULT, "MyBackendGotCancelledDueToDeadlock"));
-    return check != nullptr && check(true);
+    if (citus_log_hook == nullptr)
+        return false;
+    // Citus's hook rewrites a reported 57014 into 40P01 when its detector cancelled this
+    // transaction (and clears the mark). The probe goes nowhere: neither to the server log nor to
+    // the client (a hook loaded before Citus, which Citus calls on, sees it so).
+    ErrorData probe{};
+    probe.elevel = ERROR;
+    probe.sqlerrcode = ERRCODE_QUERY_CANCELED;
+    probe.message = const_cast<char *>("canceling statement due to user request");
+    probe.output_to_server = false;
+    probe.output_to_client = false;
+    pg_call([&] { citus_log_hook(&probe); });
+    return probe.sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED;
 }
 
 } // namespace ck

@@ -27,4 +27,8 @@ CitusTable citus_table(Oid relid);
 // mark. False without Citus loaded; call before the transaction is rolled back, which clears the mark too.
 bool citus_cancelled_for_deadlock();
 
+// From _PG_init: notes Citus's error-report hook if Citus set it last before this library loaded
+// (shared_preload_libraries = 'citus,concurrency_kit'), for citus_cancelled_for_deadlock.
+void citus_note_log_hook();
+
 } // namespace ck

@@ -1,5 +1,6 @@
 // Module entry: the magic block and one-time initialisation.
 #include "pg.hpp"
+#include "citus.hpp"
 #include "lock_namespace.hpp"
 #include "plan_cache.hpp"
 #include "queue_activity.hpp"
@@ -25,5 +26,6 @@ void _PG_init(void)
     ck::queue_activity_init();   // before the frontier's, which reserves the GUC prefix
     ck::queue_frontier_init();
     ck::queue_plan_init();
+    ck::citus_note_log_hook();
 }
 }
