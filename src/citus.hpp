@@ -1,6 +1,7 @@
 // Citus, seen from the catalog: is a relation a Citus table, of which kind, distributed by which column. Read from
 // Citus's metadata table pg_catalog.pg_dist_partition by name, so the module neither links to Citus nor needs it:
-// without the citus extension every relation is CitusKind::none.
+// without the citus extension every relation is CitusKind::none. And whether Citus's distributed deadlock detector
+// cancelled this backend, asked through Citus's error-report hook.
 #pragma once
 
 #include "pg.hpp"
