@@ -4,12 +4,12 @@
 // ck.session_unlock_all, ck.set_lock_timeout, and the session-lock bookkeeping behind
 // ck.held_locks.
 #include "args.hpp"
+#include "citus.hpp"
 #include "lock_namespace.hpp"
 #include "guc_scope.hpp"
 #include "spi.hpp"
 
 extern "C" {
-#include "commands/extension.h"
 #include "storage/lock.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -193,8 +193,7 @@ CK_FUNCTION(ck_set_lock_timeout)
         char value[32];
         snprintf(value, sizeof value, "%d", ms);
         (void) set_config_option("lock_timeout", value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-        return GetConfigOption("citus.propagate_set_commands", true, false) != nullptr &&
-               OidIsValid(get_extension_oid("citus", true));
+        return GetConfigOption("citus.propagate_set_commands", true, false) != nullptr && ck::citus_installed();
     });
     if (citus) {
         // Citus does not pass lock_timeout on to the workers, where a statement's row locks

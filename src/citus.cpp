@@ -30,10 +30,15 @@ AttrNumber attribute(Relation rel, const char *name)
 
 } // namespace
 
+bool citus_installed()
+{
+    return OidIsValid(get_extension_oid("citus", true));
+}
+
 CitusTable citus_table(Oid relid)
 {
     CitusTable result{CitusKind::none, InvalidAttrNumber};
-    if (!OidIsValid(get_extension_oid("citus", true)))
+    if (!citus_installed())
         return result;
     Oid catalog = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
     if (!OidIsValid(catalog))

@@ -20,6 +20,9 @@ struct CitusTable {
     AttrNumber column;   // the distribution column of a distributed table; InvalidAttrNumber otherwise
 };
 
+// Whether the citus extension is installed in this database. Inside pg_call.
+bool citus_installed();
+
 // The Citus kind of the relation relid. Raises PostgreSQL errors: call inside pg_call.
 CitusTable citus_table(Oid relid);
 
