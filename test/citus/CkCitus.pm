@@ -82,7 +82,8 @@ sub remote_commands
 		"SET citus.log_remote_commands = on; SET client_min_messages = notice;\n$sql", on_error_stop => 1);
 	die "remote_commands: $stderr" if $ret != 0;
 	my @commands;
-	while ($stderr =~ /NOTICE:  (?:issuing (.*?)\nDETAIL:  on server \S+?:(\d+) |executing the command locally: (.*?)\n)/sg)
+	# (psql() drops the output's last newline: a local command may end the text.)
+	while ($stderr =~ /NOTICE:  (?:issuing (.*?)\nDETAIL:  on server \S+?:(\d+) |executing the command locally: (.*?)(?:\n|\z))/sg)
 	{
 		push @commands, defined $3 ? "local: $3" : "$2: $1";
 	}
