@@ -13,6 +13,14 @@ AS $$
 DECLARE
     rel pg_catalog.regclass := pg_catalog.to_regclass(queue);
 BEGIN
+    IF queue IS NULL OR parts IS NULL OR shards IS NULL THEN
+        RAISE EXCEPTION 'queue, parts and shards must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF pg_catalog.cardinality(parts) OPERATOR(pg_catalog.=) 0
+       OR pg_catalog.cardinality(parts) OPERATOR(pg_catalog.<>) pg_catalog.cardinality(shards) THEN
+        RAISE EXCEPTION 'parts and shards must name the same shards, one each (got % and %)',
+            pg_catalog.cardinality(parts), pg_catalog.cardinality(shards) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF rel IS NOT NULL THEN
         INSERT INTO ck.distributed_queues (queue, parts, shards)
         VALUES (rel, register_distributed_queue.parts, register_distributed_queue.shards)

@@ -42,6 +42,11 @@ is(sql(q{SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'jobs'::reg
 	'a refused call changed nothing');
 sql(q{SELECT ck.create_queue('loud', notify => true)});
 like(sql_state_of(q{SELECT ck.distribute_queue('loud', 4)}), qr/^0A000$/, 'a queue with notify => true: 0A000');
+like(sql_state_of(q{SELECT ck.register_distributed_queue(NULL, '{1}', '{s}')}), qr/^22004$/,
+	'register_distributed_queue (internal) with a NULL queue: 22004');
+like(sql_state_of(q{SELECT ck.register_distributed_queue('jobs', '{1,2}', '{s}')}), qr/^22023$/,
+	'... with parts and shards of different lengths: 22023');
+is(sql(q{SELECT count(*) FROM ck.distributed_queues}), '0', '... and nothing registered');
 
 # Distributed with jobs in it: the jobs are kept, on both workers.
 sql(q{SELECT ck.enqueue('jobs', jsonb_build_object('n', g)) FROM generate_series(1, 10) g});
