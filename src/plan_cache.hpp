@@ -24,12 +24,14 @@ enum class StatementKind : uint8_t {
     WindowHolder,    // the job that took a key's window
     WindowSetJob,
     WindowPurge,     // a few of the queue's windows that have ended
+    SlotPeek,        // a key's free slots, read without a lock (no row: no limit, or new)
     SlotLock,        // a limited concurrency key's slot row, locked: its free slots (no row: no limit, or new)
     SlotCreate,      // the row of a key seen for the first time, at its limit (none without a limit)
     SlotDecrement,
     SlotIncrement,
     Park,            // a job of a full key: held back at run_at 'infinity'
     Unpark,          // the oldest parked job of a key, back at its own run_at
+    UnparkJob,       // a parked job that got its key's slot (a dependant ready at last, a guess settled)
     Cancel,          // a job -> dead letters, with the reason cancelled
     EnqueueWaiting,  // a job that waits for others (maybe with keys): parked, its count in waiting_for
     DepLock,         // the listed jobs still in the queue, locked FOR KEY SHARE
@@ -42,7 +44,6 @@ enum class StatementKind : uint8_t {
     DepTake,         // a batch of a departure's edges, removed
     DepDone,         // a departure without edges left
     DepRelease,      // dependants counted down (ready at zero when they have no concurrency key)
-    DepUnpark,       // a dependant whose last dependency completed and which got its key's slot
     DepBury,         // dependants -> dead letters, with the reason
     Claim,           // the whole claim index in order
     ClaimFrom,       // one priority, from its frontier

@@ -73,16 +73,6 @@ void bury(Oid queue, const int64 *ids, int n, const char *reason)
     count_at_commit(queue, Activity::Buried, static_cast<uint64>(DatumGetInt64(result_datum(0, 1, &isnull))));
 }
 
-// Ready from now on (or its own run_at), once this commits: claimers and the frontier learn it.
-void made_ready(Oid queue, uint64 row)
-{
-    pg_call([&] {
-        JobKey at = job_key(row, 1, 3);
-        frontier_on_commit(queue, at.priority, at.key);
-        queue_mark_ready(queue);
-    });
-}
-
 // The dependants (sorted) of a completed job, counted down.
 void release(Oid queue, const int64 *ids, int n)
 {
@@ -114,7 +104,7 @@ void release(Oid queue, const int64 *ids, int n)
         if (place.parked_null == ' ')
             continue;   // the key is full: parked, its turn comes with a departure of the key
         Datum unpark[2] = {Int64GetDatum(keyed_id[i]), TimestampTzGetDatum(now)};
-        if (execute_plan(queue_statement(StatementKind::DepUnpark, queue).plan, unpark, nullptr, Snap::Fresh) == 1)
+        if (execute_plan(queue_statement(StatementKind::UnparkJob, queue).plan, unpark, nullptr, Snap::Fresh) == 1)
             made_ready(queue, 0);
     }
 }

@@ -3,8 +3,9 @@
 // ck.concurrency_slots is locked, and the jobs are read after that lock was taken (a new
 // statement with a new snapshot): an enqueue that parked its job and committed before a
 // departure took the lock is seen by it and unparked; one that waits for the lock finds the slot
-// the departure freed. Under REPEATABLE READ a slot row changed since the transaction's snapshot
-// (every enqueue of the key changes it) makes the lock fail with 40001 instead.
+// the departure freed (a job already inserted parked, by guess_placing, then unparks itself).
+// Under REPEATABLE READ a slot row changed since the transaction's snapshot (every enqueue of
+// the key changes it) makes the lock fail with 40001 instead.
 #include "queue_limits.hpp"
 #include "boundary.hpp"
 #include "queue.hpp"
@@ -93,31 +94,51 @@ bool inserts_placed()
 
 Placing place_job(Oid queue, Datum key, bool no_key, Datum run_at)
 {
-    Placing p;
-    p.run_at = run_at;
-    p.parked_run_at = 0;
-    p.parked_null = 'n';
+    Placing p{run_at, 0, 'n'};
     if (no_key)
         return p;
     Datum slot[2] = {ObjectIdGetDatum(queue), key};
     int32 free;
     if (!lock_slot(queue, key, &free))
         return p;   // the key has no limit
-    if (free > 0) {
+    if (free > 0)
         execute_plan(queue_statement(StatementKind::SlotDecrement, queue).plan, slot, nullptr);
-        p.taken = true;
-    } else {
-        p.parked_run_at = run_at;
-        p.parked_null = ' ';
-        p.run_at = TimestampTzGetDatum(DT_NOEND);
-    }
+    else
+        p = {TimestampTzGetDatum(DT_NOEND), run_at, ' '};
     return p;
 }
 
-void give_back_slot(Oid queue, Datum key)
+Placing guess_placing(Oid queue, Datum key, Datum run_at)
 {
     Datum slot[2] = {ObjectIdGetDatum(queue), key};
-    execute_plan(queue_statement(StatementKind::SlotIncrement, queue).plan, slot, nullptr);
+    bool isnull;
+    if (execute_plan(queue_statement(StatementKind::SlotPeek, queue).plan, slot, nullptr) == 0 ||
+        DatumGetInt32(result_datum(0, 1, &isnull)) > 0)
+        return {run_at, 0, 'n'};
+    return {TimestampTzGetDatum(DT_NOEND), run_at, ' '};
+}
+
+void settle_placing(Oid queue, int64 id, Datum key, const Placing &guess)
+{
+    bool guessed_ready = guess.parked_null == 'n';
+    Datum run_at = guessed_ready ? guess.run_at : guess.parked_run_at;
+    bool ready = place_job(queue, key, false, run_at).parked_null == 'n';
+    if (ready == guessed_ready)
+        return;
+    Datum job[2] = {Int64GetDatum(id), run_at};
+    if (!ready)
+        execute_plan(queue_statement(StatementKind::Park, queue).plan, job, nullptr);
+    else if (execute_plan(queue_statement(StatementKind::UnparkJob, queue).plan, job, nullptr) == 1)
+        made_ready(queue, 0);
+}
+
+void made_ready(Oid queue, uint64 row)
+{
+    pg_call([&] {
+        JobKey at = job_key(row, 1, 3);
+        frontier_on_commit(queue, at.priority, at.key);
+        queue_mark_ready(queue);
+    });
 }
 
 void limits_on_insert(Oid queue, const KeyedJobs &jobs)
@@ -163,11 +184,7 @@ void hand_over_slot(Oid queue, Datum key)
     // The parked jobs as of now, the key held: a snapshot taken after the lock.
     if (free >= 0 &&
         execute_plan(queue_statement(StatementKind::Unpark, queue).plan, unpark, nullptr, Snap::Fresh) == 1) {
-        pg_call([&] {
-            JobKey at = job_key(0, 1, 3);
-            frontier_on_commit(queue, at.priority, at.key);
-            queue_mark_ready(queue);
-        });
+        made_ready(queue, 0);
     } else {
         execute_plan(queue_statement(StatementKind::SlotIncrement, queue).plan, slot, nullptr, Snap::Fresh);
     }

@@ -39,13 +39,23 @@ bool inserts_placed();
 // slot row is locked and the job takes a free slot or is to be inserted parked. The result is
 // what the insert's run_at and parked_run_at must be.
 struct Placing {
-    bool taken = false;    // a slot was taken: give it back if nothing is inserted
     Datum run_at;
     Datum parked_run_at;
-    char parked_null;      // ' ' or 'n', for SPI
+    char parked_null;      // ' ' (parked) or 'n', for SPI
 };
 Placing place_job(Oid queue, Datum key, bool no_key, Datum run_at);
-void give_back_slot(Oid queue, Datum key);
+
+// A job with a unique key is inserted before its key's slot row is locked: the insert can wait
+// for a transaction that removes the unique key's holder, and that removal's trigger waits for
+// the slot row (held here, that closed a deadlock). So the placement is guessed from the slot
+// row read without a lock (a key without a row has room), and settled once the job is in: the
+// slot row locked, a free slot taken, and the job parked or unparked if the guess was wrong.
+Placing guess_placing(Oid queue, Datum key, Datum run_at);
+void settle_placing(Oid queue, int64 id, Datum key, const Placing &guess);
+
+// A job just unparked is ready once this commits: claimers and the claim frontier learn it
+// (row `row` of the last SPI result: priority, run_at, id). Outside pg_call.
+void made_ready(Oid queue, uint64 row);
 
 // While one is in scope, the rows the queue's insert trigger sees were placed by place_job.
 class PlacedInserts {

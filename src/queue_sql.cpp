@@ -125,6 +125,9 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 "   AND (l.concurrency_key" EQ "$2 OR l.concurrency_key IS NULL) ORDER BY l.concurrency_key IS NULL LIMIT 1"
                 " ON CONFLICT (queue, concurrency_key) DO NOTHING",
                 {REGCLASSOID, TEXTOID}, 2, 0};
+    case StatementKind::SlotPeek:
+        return {"SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$1 AND concurrency_key" EQ "$2",
+                {REGCLASSOID, TEXTOID}, 2, 0};
     case StatementKind::SlotLock:
         return {"SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$1 AND concurrency_key" EQ "$2 FOR UPDATE",
                 {REGCLASSOID, TEXTOID}, 2, 0};
@@ -149,6 +152,12 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 (has_dependencies ? " AND p.waiting_for IS NULL" : "") +
                 " ORDER BY p.priority, p.parked_run_at, p.id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING j.priority, j.run_at, j.id",
                 {TEXTOID, TIMESTAMPTZOID}, 2, 0};
+    // A parked job by id, ready from its own run_at or $2 if later: a dependant whose last
+    // dependency completed and which got its key's slot, or a job placed by a wrong guess.
+    case StatementKind::UnparkJob:
+        return {"UPDATE " + q + " SET run_at = GREATEST(parked_run_at, $2), parked_run_at = NULL"
+                " WHERE id" EQ "$1 AND parked_run_at IS NOT NULL RETURNING priority, run_at, id",
+                {INT8OID, TIMESTAMPTZOID}, 2, 0};
     case StatementKind::WindowPurge:
         // Windows that have ended are kept only until a later windowed enqueue of the queue
         // removes them, a few at a time, skipping any another enqueue is taking again.
@@ -209,10 +218,6 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 " RETURNING j.priority, j.run_at, j.id, j.waiting_for IS NULL, j.parked_run_at IS NOT NULL, j.concurrency_key",
                 {INT8ARRAYOID, TIMESTAMPTZOID}, 2, 0};
     }
-    case StatementKind::DepUnpark:
-        return {"UPDATE " + q + " SET run_at = GREATEST(parked_run_at, $2), parked_run_at = NULL"
-                " WHERE id" EQ "$1 AND parked_run_at IS NOT NULL RETURNING priority, run_at, id",
-                {INT8OID, TIMESTAMPTZOID}, 2, 0};
     case StatementKind::DepBury:
         return {"WITH gone AS (DELETE FROM " + q + " AS j USING pg_catalog.unnest($1) AS d(id)"
                 " WHERE j.id" EQ "ANY (ARRAY[d.id]) AND j.waiting_for IS NOT NULL RETURNING j.*), dead AS ("

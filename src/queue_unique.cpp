@@ -31,18 +31,22 @@ namespace ck {
 // Each round either inserts, or finds a holder that committed before the lookup's snapshot;
 // only a holder leaving between the two sends it round again. A job that waits for others
 // (waiting) goes in parked, with no slot of its concurrency key yet, and its edges after it.
+// Any other job of a limited key goes in where the key's slot row suggests, and takes its slot
+// only once it is in (queue_limits.hpp: the insert may wait for the holder's departure, which
+// needs that row); a duplicate touches no slot.
 Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, Datum unique_key, bool no_unique_key,
                        Datum concurrency_key, bool no_concurrency_key, const Waiting *waiting)
 {
     const Prepared &insert = queue_statement(waiting ? StatementKind::EnqueueWaiting : StatementKind::EnqueueUnique, queue);
     const Prepared &find = queue_statement(StatementKind::FindUnique, queue);
-    Placing place;
-    if (waiting == nullptr)
-        place = place_job(queue, concurrency_key, no_concurrency_key, run_at);
+    bool keyed = waiting == nullptr && !no_concurrency_key;
+    Placing guess{run_at, 0, 'n'};
+    if (keyed)
+        guess = guess_placing(queue, concurrency_key, run_at);
     // A job whose dependency was buried goes in waiting (for one) and is buried at once.
-    Datum last = waiting ? Int32GetDatum(std::max(waiting->n, 1)) : place.parked_run_at;
-    Datum values[6] = {payload, waiting ? run_at : place.run_at, priority, unique_key, concurrency_key, last};
-    char nulls[6] = {' ', ' ', ' ', no_unique_key ? 'n' : ' ', no_concurrency_key ? 'n' : ' ', waiting ? ' ' : place.parked_null};
+    Datum last = waiting ? Int32GetDatum(std::max(waiting->n, 1)) : guess.parked_run_at;
+    Datum values[6] = {payload, waiting ? run_at : guess.run_at, priority, unique_key, concurrency_key, last};
+    char nulls[6] = {' ', ' ', ' ', no_unique_key ? 'n' : ' ', no_concurrency_key ? 'n' : ' ', waiting ? ' ' : guess.parked_null};
     bool isnull;
     PlacedInserts placed;
     for (int round = 0; round < 100; round++) {
@@ -50,16 +54,12 @@ Enqueued insert_unique(Oid queue, Datum payload, Datum run_at, Datum priority, D
             int64 id = DatumGetInt64(result_datum(0, 1, &isnull));
             if (waiting)
                 record_dependant(queue, id, *waiting);
+            else if (keyed)
+                settle_placing(queue, id, concurrency_key, guess);
             return {id, true};
         }
-        if (execute_plan(find.plan, &values[3], nullptr, Snap::Fresh) == 1) {
-            // Read before the slot goes back: that statement replaces SPI's result (the holder's
-            // id was read from a NULL SPI_tuptable: a duplicate with a free slot crashed the backend).
-            int64 holder = DatumGetInt64(result_datum(0, 1, &isnull));
-            if (place.taken)
-                give_back_slot(queue, concurrency_key);   // nothing inserted: the slot is free again
-            return {holder, false};
-        }
+        if (execute_plan(find.plan, &values[3], nullptr, Snap::Fresh) == 1)
+            return {DatumGetInt64(result_datum(0, 1, &isnull)), false};
     }
     throw Error(ERRCODE_T_R_SERIALIZATION_FAILURE,
                 fmt("unique key \"%s\" of queue %s changed hands 100 times during one enqueue",
