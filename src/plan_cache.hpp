@@ -97,6 +97,7 @@ struct Prepared {
     Oid dead_letters = InvalidOid;    // the queue's dead-letter table
     bool has_dependencies = false;    // the queue has the columns of dependencies (0.3.1)
     mutable bool planned = false;     // its generic plan has been made (see queue.cpp)
+    bool by_id = false;               // every read of the queue is by id (queue_plan.hpp)
     // ck.lock_rows on a Citus table: its waits may be on other nodes; on a distributed table
     // each_plan locks one key, run for each row (key) of plan
     bool citus = false;

@@ -450,7 +450,7 @@ CK_FUNCTION(ck_complete)
         ck::spi_finish();
         return result;
     }
-    const Prepared &p = ck::queue_statement(StatementKind::Complete, a.queue);
+    const Prepared &p = ck::statement_by_id(StatementKind::Complete, a.queue);
     bool done = ck::execute_plan(p.plan, values, nullptr) == 1;
     if (done) {
         ready_again_on_abort(a.queue, a.id, 1);
@@ -482,7 +482,7 @@ CK_FUNCTION(ck_complete_and_claim)
         return (Datum) 0;
     }
     ck::DeferredDepartures departures;
-    const Prepared &complete = ck::queue_statement(StatementKind::Complete, a.queue);
+    const Prepared &complete = ck::statement_by_id(StatementKind::Complete, a.queue);
     if (ck::execute_plan(complete.plan, values, nullptr) == 0) {
         ck::count_now(a.queue, Activity::LostAcks);
         throw ck::Error(CK_ERRCODE_LEASE_LOST,
@@ -573,7 +573,7 @@ CK_FUNCTION(ck_extend_lease)
         ck::spi_finish();
         return result;
     }
-    const Prepared &p = ck::queue_statement(StatementKind::ExtendLease, a.queue);
+    const Prepared &p = ck::statement_by_id(StatementKind::ExtendLease, a.queue);
     if (ck::execute_plan(p.plan, values, nullptr) == 0) {
         ck::spi_finish();
         ck::count_now(a.queue, Activity::LostAcks);
@@ -602,7 +602,7 @@ CK_FUNCTION(ck_fail)
         return result;
     }
     // Lock the job while it is still ours, then decide: the lock keeps the decision valid.
-    const Prepared &lock = ck::queue_statement(StatementKind::FailLock, a.queue);
+    const Prepared &lock = ck::statement_by_id(StatementKind::FailLock, a.queue);
     Datum key[2] = {a.id, a.token};
     if (ck::execute_plan(lock.plan, key, nullptr) == 0) {
         ck::spi_finish();
@@ -615,7 +615,7 @@ CK_FUNCTION(ck_fail)
     int32 attempts = DatumGetInt32(ck::result_datum(0, 1, &isnull));
     const char *outcome;
     if (attempts >= lock.max_attempts) {
-        const Prepared &dead = ck::queue_statement(StatementKind::FailDead, a.queue);
+        const Prepared &dead = ck::statement_by_id(StatementKind::FailDead, a.queue);
         Datum values[2] = {a.id, error};
         char nulls[2] = {' ', error_null};
         ck::DeadDepartures departing(error_null == 'n' ? "failed" : ck::pg_call([&] { return TextDatumGetCString(error); }));
@@ -624,7 +624,7 @@ CK_FUNCTION(ck_fail)
         outcome = "dead";
     } else {
         Interval delay = retry_in ? *retry_in : backoff(attempts);
-        const Prepared &retry = ck::queue_statement(StatementKind::FailRetry, a.queue);
+        const Prepared &retry = ck::statement_by_id(StatementKind::FailRetry, a.queue);
         Datum values[4] = {a.id, IntervalPGetDatum(&delay), error, TimestampTzGetDatum(GetCurrentTimestamp())};
         char nulls[4] = {' ', ' ', error_null, ' '};
         ck::execute_plan(retry.plan, values, nulls);

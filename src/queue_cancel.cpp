@@ -10,6 +10,7 @@
 #include "queue_dependencies.hpp"
 #include "queue_distributed.hpp"
 #include "queue_key.hpp"
+#include "queue_plan.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -29,7 +30,7 @@ CK_FUNCTION(ck_cancel)
         ck::spi_finish();
         return result;
     }
-    const ck::Prepared &p = ck::queue_statement(ck::StatementKind::Cancel, queue);
+    const ck::Prepared &p = ck::statement_by_id(ck::StatementKind::Cancel, queue);
     const char *outcome = "gone";
     uint64 n;
     {

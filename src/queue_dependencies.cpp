@@ -104,7 +104,7 @@ void release(Oid queue, const int64 *ids, int n)
         if (place.parked_null == ' ')
             continue;   // the key is full: parked, its turn comes with a departure of the key
         Datum unpark[2] = {Int64GetDatum(keyed_id[i]), TimestampTzGetDatum(now)};
-        if (execute_plan(queue_statement(StatementKind::UnparkJob, queue).plan, unpark, nullptr, Snap::Fresh) == 1)
+        if (execute_plan(statement_by_id(StatementKind::UnparkJob, queue).plan, unpark, nullptr, Snap::Fresh) == 1)
             made_ready(queue, 0);
     }
 }
@@ -186,7 +186,7 @@ Waiting wait_for(Oid queue, const Dependencies &deps)
 {
     Waiting w;
     Datum listed[1] = {id_array(deps.id, deps.n)};
-    uint64 n = execute_plan(queue_statement(StatementKind::DepLock, queue).plan, listed, nullptr);
+    uint64 n = execute_plan(statement_by_id(StatementKind::DepLock, queue).plan, listed, nullptr);
     w.id = static_cast<int64 *>(pg_call([&] { return palloc(sizeof(int64) * (n + 1)); }));
     bool unmarked = false;
     pg_call([&] {
@@ -203,7 +203,7 @@ Waiting wait_for(Oid queue, const Dependencies &deps)
     });
     if (unmarked) {
         Datum locked[1] = {id_array(w.id, w.n)};
-        execute_plan(queue_statement(StatementKind::DepMark, queue).plan, locked, nullptr);
+        execute_plan(statement_by_id(StatementKind::DepMark, queue).plan, locked, nullptr);
     }
     if (static_cast<int>(n) < deps.n &&
         execute_plan(queue_statement(StatementKind::DepDead, queue).plan, listed, nullptr, Snap::Fresh) == 1) {

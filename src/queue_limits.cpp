@@ -9,6 +9,7 @@
 #include "queue_limits.hpp"
 #include "boundary.hpp"
 #include "queue.hpp"
+#include "queue_plan.hpp"
 #include "queue_frontier.hpp"
 #include "queue_key.hpp"
 #include "queue_wakeup.hpp"
@@ -127,8 +128,8 @@ void settle_placing(Oid queue, int64 id, Datum key, const Placing &guess)
         return;
     Datum job[2] = {Int64GetDatum(id), run_at};
     if (!ready)
-        execute_plan(queue_statement(StatementKind::Park, queue).plan, job, nullptr);
-    else if (execute_plan(queue_statement(StatementKind::UnparkJob, queue).plan, job, nullptr) == 1)
+        execute_plan(statement_by_id(StatementKind::Park, queue).plan, job, nullptr);
+    else if (execute_plan(statement_by_id(StatementKind::UnparkJob, queue).plan, job, nullptr) == 1)
         made_ready(queue, 0);
 }
 
@@ -153,7 +154,7 @@ void limits_on_insert(Oid queue, const KeyedJobs &jobs)
             execute_plan(queue_statement(StatementKind::SlotDecrement, queue).plan, slot, nullptr);
         } else {
             Datum id[1] = {Int64GetDatum(jobs.id[i])};
-            execute_plan(queue_statement(StatementKind::Park, queue).plan, id, nullptr);
+            execute_plan(statement_by_id(StatementKind::Park, queue).plan, id, nullptr);
         }
     }
     spi_finish();
@@ -183,7 +184,7 @@ void hand_over_slot(Oid queue, Datum key)
     Datum unpark[2] = {key, TimestampTzGetDatum(GetCurrentTimestamp())};
     // The parked jobs as of now, the key held: a snapshot taken after the lock.
     if (free >= 0 &&
-        execute_plan(queue_statement(StatementKind::Unpark, queue).plan, unpark, nullptr, Snap::Fresh) == 1) {
+        execute_plan(statement_by_id(StatementKind::Unpark, queue).plan, unpark, nullptr, Snap::Fresh) == 1) {
         made_ready(queue, 0);
     } else {
         execute_plan(queue_statement(StatementKind::SlotIncrement, queue).plan, slot, nullptr, Snap::Fresh);

@@ -1,5 +1,5 @@
-// The claim, the burial and complete_many run kept generic plans, made at the first call and
-// again after each invalidation, such as an ANALYZE. Made from the statistics of the moment,
+// The claim, the burial, complete_many and the statements that find jobs by id run kept generic
+// plans, made at the first call and again after each invalidation, such as an ANALYZE. Made from the statistics of the moment,
 // two kinds of plan read the whole queue at every call until the next invalidation:
 // - With sequential scans, bitmap scans and sorts allowed, an ANALYZE that saw the queue
 //   nearly empty makes the claim sort the whole backlog (the sustained benchmark: 40 ms per
@@ -12,12 +12,17 @@
 //   whole index) costs it the same as through the primary key; it took the claim index, and
 //   the 10-minute REPEATABLE READ horizon run fell to a fifth of its rate. So while the plan
 //   is made, the table the statement changes offers the planner only the indexes that start
-//   with id (get_relation_info_hook; build_simple_rel_hook on 19). (The joins are written so that a full scan of the primary key is of no use to
+//   with id (get_relation_info_hook; build_simple_rel_hook on 19); so does every scan of the
+//   queue in a statement that reads jobs by id only (complete, fail, extend_lease, cancel,
+//   parking): an ANALYZE that ran while a big insert was not yet committed (autovacuum does)
+//   saw no rows, and each job a plain INSERT parked then walked the claim index (150 pages a
+//   job, quadratic in the insert's size). (The joins are written so that a full scan of the primary key is of no use to
 //   the planner either: see the claim's SQL in queue_sql.cpp.)
 // The plan is made apart from the execution (SPI_plan_get_cached_plan), so that neither the
 // settings nor the restriction reach the statements that triggers run during it.
 #include "queue_plan.hpp"
 #include "guc_scope.hpp"
+#include "queue.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -46,13 +51,15 @@ namespace {
 
 Oid restricted_queue = InvalidOid;
 AttrNumber restricted_id = InvalidAttrNumber;
+bool restrict_every_scan = false;   // not only the statement's target
 relation_hook_type previous_hook = nullptr;
 
-// The target of the statement being planned keeps the indexes that start with id. (Plain C
-// inside: it may raise.)
+// The target of the statement being planned (every scan of the queue, for a statement that
+// reads it by id only) keeps the indexes that start with id. (Plain C inside: it may raise.)
 void keep_lookups_by_id(PlannerInfo *root, Oid relid, RelOptInfo *rel)
 {
-    if (relid != restricted_queue || root->parse->resultRelation != static_cast<int>(rel->relid))
+    if (relid != restricted_queue ||
+        (!restrict_every_scan && root->parse->resultRelation != static_cast<int>(rel->relid)))
         return;
     List *kept = NIL;
     ListCell *cell;
@@ -98,13 +105,14 @@ void plan_queue_statement(const Prepared &p, Oid queue)
     if (!planning)
         return;
     struct Restriction {
-        explicit Restriction(Oid queue)
+        Restriction(Oid queue, bool every_scan)
         {
             restricted_id = pg_call([&] { return get_attnum(queue, "id"); });
             restricted_queue = queue;
+            restrict_every_scan = every_scan;
         }
         ~Restriction() { restricted_queue = InvalidOid; }
-    } restriction(queue);
+    } restriction(queue, p.by_id);
     pg_call([&] {
         int nest = push_settings({{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"},
                                   {"jit", "off"}});
@@ -114,6 +122,13 @@ void plan_queue_statement(const Prepared &p, Oid queue)
         pop_settings(nest);
     });
     p.planned = true;
+}
+
+const Prepared &statement_by_id(StatementKind kind, Oid queue)
+{
+    const Prepared &p = queue_statement(kind, queue);
+    plan_queue_statement(p, queue);
+    return p;
 }
 
 } // namespace ck

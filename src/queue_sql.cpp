@@ -56,6 +56,7 @@ struct Statement {
     Oid types[7];
     int nargs;
     int cursor_options;
+    bool by_id = false;   // reads the queue's rows by id only (queue_plan.hpp)
 };
 
 // Leases and retry times count from the moment of the call ($n = the current time, not
@@ -64,6 +65,11 @@ struct Statement {
 // The claim's plan is kept generic: with LIMIT $1 the planner would otherwise plan every
 // call afresh.
 constexpr int generic_fast = CURSOR_OPT_GENERIC_PLAN | CURSOR_OPT_FAST_PLAN;
+// Statements that find their jobs by id keep the generic plan queue_plan.cpp makes with only the
+// indexes that start with id: planned from statistics that saw the queue empty (an ANALYZE,
+// manual or automatic, while a big insert was not yet committed), a lookup by id walked the
+// whole claim index (id is its last column) at every call.
+constexpr int by_id_generic = CURSOR_OPT_GENERIC_PLAN;
 
 // Acknowledgements test the token with "(lease_token = $2) IS TRUE": a bare
 // "lease_token = $2" would let the planner prove lease_token IS NOT NULL and pick the small
@@ -140,7 +146,7 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
     case StatementKind::Park:
         return {"UPDATE " + q + " SET parked_run_at = COALESCE(parked_run_at, run_at),"
                 " run_at = 'infinity'::pg_catalog.timestamptz WHERE id" EQ "$1",
-                {INT8OID}, 1, 0};
+                {INT8OID}, 1, by_id_generic, true};
     case StatementKind::Unpark:
         // Another transaction's lock on a parked job (it is cancelling it) is skipped. The job is
         // ready from the moment it gets the slot ($2), or later at its own run_at: back at its
@@ -151,13 +157,13 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 "SELECT p.id FROM " + q + " AS p WHERE p.concurrency_key" EQ "$1 AND p.parked_run_at IS NOT NULL" +
                 (has_dependencies ? " AND p.waiting_for IS NULL" : "") +
                 " ORDER BY p.priority, p.parked_run_at, p.id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING j.priority, j.run_at, j.id",
-                {TEXTOID, TIMESTAMPTZOID}, 2, 0};
+                {TEXTOID, TIMESTAMPTZOID}, 2, by_id_generic, false};
     // A parked job by id, ready from its own run_at or $2 if later: a dependant whose last
     // dependency completed and which got its key's slot, or a job placed by a wrong guess.
     case StatementKind::UnparkJob:
         return {"UPDATE " + q + " SET run_at = GREATEST(parked_run_at, $2), parked_run_at = NULL"
                 " WHERE id" EQ "$1 AND parked_run_at IS NOT NULL RETURNING priority, run_at, id",
-                {INT8OID, TIMESTAMPTZOID}, 2, 0};
+                {INT8OID, TIMESTAMPTZOID}, 2, by_id_generic, true};
     case StatementKind::WindowPurge:
         // Windows that have ended are kept only until a later windowed enqueue of the queue
         // removes them, a few at a time, skipping any another enqueue is taking again.
@@ -172,7 +178,7 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, 'cancelled' FROM gone AS g) "
                 "SELECT lease_token IS NOT NULL AND run_at" CK_OP(">") "$2, priority, run_at FROM gone",
-                {INT8OID, TIMESTAMPTZOID}, 2, 0};
+                {INT8OID, TIMESTAMPTZOID}, 2, by_id_generic, true};
     // Dependencies (queue_dependencies.cpp). A waiting job is parked at 'infinity' with its own
     // run_at kept, as a job held back by its concurrency key is; it takes no slot until ready.
     case StatementKind::EnqueueWaiting:
@@ -182,10 +188,10 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID}, 6, 0};
     case StatementKind::DepLock:
         return {"SELECT id, priority, run_at, has_dependants FROM " + q + " WHERE id" EQ "ANY ($1) ORDER BY id FOR KEY SHARE",
-                {INT8ARRAYOID}, 1, 0};
+                {INT8ARRAYOID}, 1, by_id_generic, true};
     case StatementKind::DepMark:
         return {"UPDATE " + q + " SET has_dependants = true WHERE id" EQ "ANY ($1) AND has_dependants IS NULL",
-                {INT8ARRAYOID}, 1, 0};
+                {INT8ARRAYOID}, 1, by_id_generic, true};
     case StatementKind::DepDead:
         return {"SELECT id, last_error FROM " + dead + " WHERE id" EQ "ANY ($1) ORDER BY id LIMIT 1", {INT8ARRAYOID}, 1, 0};
     case StatementKind::DepEdges:
@@ -270,7 +276,7 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 {INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}, 3, generic_fast};
     case StatementKind::Complete:
         return {"DELETE FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " RETURNING priority, run_at",
-                {INT8OID, INT8OID}, 2, 0};
+                {INT8OID, INT8OID}, 2, by_id_generic, true};
     case StatementKind::CompleteMany:
         // Pairs matched on the primary key; a pair whose token is stale matches nothing. Each
         // pair's job is looked up by id, as the claim's update does (the same join, planned the
@@ -280,21 +286,21 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 {INT8ARRAYOID, INT8ARRAYOID}, 2, generic_fast};
     case StatementKind::FailLock:
         return {"SELECT attempts, priority, run_at FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " FOR UPDATE",
-                {INT8OID, INT8OID}, 2, 0};
+                {INT8OID, INT8OID}, 2, by_id_generic, true};
     case StatementKind::FailRetry:
         return {"UPDATE " + q + " SET lease_token = NULL, run_at = $4" CK_OP("+") "$2, last_error = $3 "
                 "WHERE id" EQ "$1 RETURNING priority, run_at",
-                {INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID}, 4, 0};
+                {INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID}, 4, by_id_generic, true};
     case StatementKind::FailDead:
         return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *) "
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, $2 FROM buried AS b",
-                {INT8OID, TEXTOID}, 2, 0};
+                {INT8OID, TEXTOID}, 2, by_id_generic, true};
     case StatementKind::ExtendLease:
         // o is the row as it was: where the job is ready again if this transaction aborts.
         return {"UPDATE " + q + " AS j SET run_at = $4" CK_OP("+") "$3 FROM " + q + " AS o WHERE j.id" EQ "$1 AND o.id"
                 EQ "$1 AND (j.lease_token" EQ "$2) IS TRUE RETURNING j.run_at, o.priority, o.run_at",
-                {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}, 4, 0};
+                {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}, 4, by_id_generic, true};
     case StatementKind::RetryDead:
         return {"WITH revived AS (DELETE FROM " + dead + " WHERE id" EQ "$1 RETURNING job) "
                 "INSERT INTO " + q + " SELECT r.* FROM revived, pg_catalog.jsonb_populate_record(NULL::" + q +
@@ -391,6 +397,7 @@ const Prepared &queue_statement(StatementKind kind, Oid relid)
         p.lease = row.lease;
         p.dead_letters = row.dead_letters;
         p.has_dependencies = has_dependencies;
+        p.by_id = s.by_id;
         if (kind == StatementKind::Claim || kind == StatementKind::ClaimFrom)
             p.planned_blocks = table_blocks(relid);
         return p;
