@@ -142,6 +142,17 @@ FUNCS = [
     ("enqueue, concurrency key", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs"],
      "SELECT ck.enqueue(:jobs::regclass, concurrency_key => 'priv-key') > 0",
      "INSERT INTO app.jobs (payload, concurrency_key) VALUES ('{}', 'priv-key') RETURNING id", "", {}),
+    # Both keys: the job goes in first, its slot is taken after (a slot held across the insert's
+    # wait could deadlock with the departure of the unique key's holder), and the job is parked
+    # or unparked by an UPDATE when the slot row read beforehand was wrong. A key of each cell's
+    # own, held at limit 0 and seen for the first time, makes it so every time; a plain INSERT
+    # of it is parked by the queue's insert trigger with the same UPDATE.
+    ("enqueue, unique and concurrency key",
+     ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs", "UPDATE on app.jobs"],
+     "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-both-' || :'cell', concurrency_key => 'priv-held-' || :'cell')).id > 0",
+     "INSERT INTO app.jobs (payload, unique_key, concurrency_key) VALUES ('{}', 'priv-both-' || :'cell', 'priv-held-' || :'cell') "
+     "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id",
+     "SELECT ck.set_concurrency_limit('app.jobs', 'priv-held-' || :'cell', 0);", {}),
     # Dependencies: the jobs waited for are locked FOR KEY SHARE (which asks for UPDATE), then the
     # job goes in waiting (its edges in ck.job_dependencies, open to whoever may write to the queue).
     ("enqueue, after", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs", "UPDATE on app.jobs"],
