@@ -103,9 +103,7 @@ void release(Oid queue, const int64 *ids, int n)
         Placing place = place_job(queue, keyed_key[i], false, TimestampTzGetDatum(now));
         if (place.parked_null == ' ')
             continue;   // the key is full: parked, its turn comes with a departure of the key
-        Datum unpark[2] = {Int64GetDatum(keyed_id[i]), TimestampTzGetDatum(now)};
-        if (execute_plan(statement_by_id(StatementKind::UnparkJob, queue).plan, unpark, nullptr, Snap::Fresh) == 1)
-            made_ready(queue, 0);
+        unpark_job(queue, keyed_id[i], TimestampTzGetDatum(now), Snap::Fresh);
     }
 }
 

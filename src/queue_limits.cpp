@@ -126,10 +126,18 @@ void settle_placing(Oid queue, int64 id, Datum key, const Placing &guess)
     bool ready = place_job(queue, key, false, run_at).parked_null == 'n';
     if (ready == guessed_ready)
         return;
-    Datum job[2] = {Int64GetDatum(id), run_at};
-    if (!ready)
-        execute_plan(statement_by_id(StatementKind::Park, queue).plan, job, nullptr);
-    else if (execute_plan(statement_by_id(StatementKind::UnparkJob, queue).plan, job, nullptr) == 1)
+    if (ready) {
+        unpark_job(queue, id, run_at, Snap::Caller);
+        return;
+    }
+    Datum job[1] = {Int64GetDatum(id)};
+    execute_plan(statement_by_id(StatementKind::Park, queue).plan, job, nullptr);
+}
+
+void unpark_job(Oid queue, int64 id, Datum from, Snap snap)
+{
+    Datum job[2] = {Int64GetDatum(id), from};
+    if (execute_plan(statement_by_id(StatementKind::UnparkJob, queue).plan, job, nullptr, snap) == 1)
         made_ready(queue, 0);
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "pg.hpp"
+#include "spi.hpp"
 
 extern "C" {
 #include "commands/trigger.h"
@@ -56,6 +57,9 @@ void settle_placing(Oid queue, int64 id, Datum key, const Placing &guess);
 // A job just unparked is ready once this commits: claimers and the claim frontier learn it
 // (row `row` of the last SPI result: priority, run_at, id). Outside pg_call.
 void made_ready(Oid queue, uint64 row);
+
+// Parked job id, now holding its key's slot, ready from its own run_at or `from` if later.
+void unpark_job(Oid queue, int64 id, Datum from, Snap snap);
 
 // While one is in scope, the rows the queue's insert trigger sees were placed by place_job.
 class PlacedInserts {

@@ -1,6 +1,7 @@
 // The claim, the burial, complete_many and the statements that find jobs by id run kept generic
-// plans, made at the first call and again after each invalidation, such as an ANALYZE. Made from the statistics of the moment,
-// two kinds of plan read the whole queue at every call until the next invalidation:
+// plans, made at the first call and again after each invalidation, such as an ANALYZE. Made
+// from the statistics of the moment, two kinds of plan read the whole queue at every call
+// until the next invalidation:
 // - With sequential scans, bitmap scans and sorts allowed, an ANALYZE that saw the queue
 //   nearly empty makes the claim sort the whole backlog (the sustained benchmark: 40 ms per
 //   claim instead of 0.1). So they are off while the plan is made; jit too: a plan that needs
