@@ -1,11 +1,12 @@
 // Concurrency limits: slots per key, parked jobs and the hand-over (see queue_limits.hpp).
-// Why the counts hold: every change of a key's slots happens while its row in
+// Why the counts hold: every change of a key's free slots happens while its row in
 // ck.concurrency_slots is locked, and the jobs are read after that lock was taken (a new
-// statement with a new snapshot): an enqueue that parked its job and committed before a
+// statement with the latest snapshot): an enqueue that parked its job and committed before a
 // departure took the lock is seen by it and unparked; one that waits for the lock finds the slot
 // the departure freed (a job already inserted parked, by guess_placing, then unparks itself).
-// Under REPEATABLE READ a slot row changed since the transaction's snapshot (every enqueue of
-// the key changes it) makes the lock fail with 40001 instead.
+// A departure that hands its slot straight to a parked job changes no count and takes no lock.
+// Under REPEATABLE READ an enqueue whose slot row changed since the transaction's snapshot fails
+// with 40001 at the lock; a departure reads the latest rows, whatever its snapshot.
 #include "queue_limits.hpp"
 #include "boundary.hpp"
 #include "queue.hpp"
@@ -180,22 +181,38 @@ void defer_departure(Oid queue, Datum key)
     deferred.emplace_back(queue, std::string(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)));
 }
 
-// The key's slot row locked, the oldest parked job of the key takes the slot a departed job
-// held, or the slot is freed. Outside pg_call, inside SPI.
+// The oldest parked job of the key takes the slot a departed job held, or the slot is freed.
+// Outside pg_call, inside SPI. The statements read with the latest snapshot, under REPEATABLE
+// READ too: a parking enqueue that committed after the caller's snapshot leaves the slot row as
+// it was, and a departure reading the jobs as of that snapshot would free the slot under it.
 void hand_over_slot(Oid queue, Datum key)
 {
-    Datum slot[2] = {ObjectIdGetDatum(queue), key};
-    if (execute_plan(queue_statement(StatementKind::SlotLock, queue).plan, slot, nullptr) == 0)
+    Datum now = TimestampTzGetDatum(GetCurrentTimestamp());
+    // The common case, without the slot row's lock: a parked job seen takes the slot over, and the
+    // key's count of jobs not parked is unchanged whatever an enqueue or a limit change of the key
+    // does meanwhile (they count under the lock; the job is ours from the pick on).
+    Datum hand[3] = {key, now, ObjectIdGetDatum(queue)};
+    if (execute_plan(statement_by_id(StatementKind::HandOver, queue).plan, hand, nullptr, Snap::Latest) == 0)
         return;   // the key has no limit
+    bool none;
+    (void) result_datum(0, 3, &none);
+    if (!none) {
+        made_ready(queue, 0);
+        return;
+    }
+    // The slot may be freed only with the row locked and the jobs read after that: an enqueue that
+    // parked its job before the lock is seen and unparked.
+    Datum slot[2] = {ObjectIdGetDatum(queue), key};
+    if (execute_plan(queue_statement(StatementKind::SlotLock, queue).plan, slot, nullptr, Snap::Latest) == 0)
+        return;   // the limit was removed
     bool isnull;
     int32 free = DatumGetInt32(result_datum(0, 1, &isnull));
-    Datum unpark[2] = {key, TimestampTzGetDatum(GetCurrentTimestamp())};
-    // The parked jobs as of now, the key held: a snapshot taken after the lock.
+    Datum unpark[2] = {key, now};
     if (free >= 0 &&
-        execute_plan(statement_by_id(StatementKind::Unpark, queue).plan, unpark, nullptr, Snap::Fresh) == 1) {
+        execute_plan(statement_by_id(StatementKind::Unpark, queue).plan, unpark, nullptr, Snap::Latest) == 1) {
         made_ready(queue, 0);
     } else {
-        execute_plan(queue_statement(StatementKind::SlotIncrement, queue).plan, slot, nullptr, Snap::Fresh);
+        execute_plan(queue_statement(StatementKind::SlotIncrement, queue).plan, slot, nullptr, Snap::Latest);
     }
 }
 

@@ -4,8 +4,9 @@
 // run_at 'infinity', out of every claim's way, so a claim never walks a full key's backlog and
 // needs no check of its own. The queue's statement triggers keep the accounts: an inserted job
 // takes a free slot or is parked (ck.queue_ready), a job that leaves hands its slot to the
-// oldest parked job of its key, or frees it (ck.queue_left). Both lock the key's row of
-// ck.concurrency_slots first and read the jobs after, with a snapshot taken once they hold it.
+// oldest parked job of its key, or frees it (ck.queue_left). Whatever changes a key's free slots
+// locks its row of ck.concurrency_slots first and reads the jobs after, with a snapshot taken
+// once it holds it; a hand-over to a parked job changes no count and needs no lock.
 #pragma once
 
 #include "pg.hpp"

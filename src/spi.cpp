@@ -59,6 +59,8 @@ uint64 execute_plan(SPIPlanPtr plan, Datum *values, const char *nulls, Snap snap
         // caller's will do, as it would for the hand-written statement.
         if (snap == Snap::Caller && ActiveSnapshotSet())
             return SPI_execute_snapshot(plan, values, nulls, GetActiveSnapshot(), InvalidSnapshot, false, true, 0);
+        if (snap == Snap::Latest)
+            return SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(), InvalidSnapshot, false, true, 0);
         return SPI_execute_plan(plan, values, nulls, snap == Snap::ReadOnly, 0);
     });
 }

@@ -17,6 +17,7 @@ enum class Snap {
     Caller,     // a copy of the calling statement's, as if our statement were part of it (no new snapshot)
     Fresh,      // a new one under READ COMMITTED: to see what committed since the call began
     ReadOnly,   // the calling statement's, for statements that only read
+    Latest,     // a new one under REPEATABLE READ too: bookkeeping that must see every commit so far
 };
 
 // Executes a kept plan inside the current SPI connection and returns the row count.
