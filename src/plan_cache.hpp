@@ -30,8 +30,7 @@ enum class StatementKind : uint8_t {
     SlotDecrement,
     SlotIncrement,
     Park,            // a job of a full key: held back at run_at 'infinity'
-    HandOver,        // a departed job's slot to the oldest parked job of its key, the slot row not locked
-    Unpark,          // the oldest parked job of a key, back at its own run_at
+    HandOver,        // a departed job's slot to the oldest parked job of its key, back at its own run_at
     UnparkJob,       // a parked job that got its key's slot (a dependant ready at last, a guess settled)
     Cancel,          // a job -> dead letters, with the reason cancelled
     EnqueueWaiting,  // a job that waits for others (maybe with keys): parked, its count in waiting_for

@@ -147,32 +147,23 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         return {"UPDATE " + q + " SET parked_run_at = COALESCE(parked_run_at, run_at),"
                 " run_at = 'infinity'::pg_catalog.timestamptz WHERE id" EQ "$1",
                 {INT8OID}, 1, by_id_generic, true};
-    case StatementKind::HandOver: {
-        // A departure that finds a parked job of its key gives it its slot: the count of the key's
-        // jobs that are not parked stays, so the slot row is only read ($3 the queue): none, no
-        // limit (no row returned); free < 0 after a limit was lowered, or no parked job seen, and
-        // the caller takes the locked way (NULLs returned). The job is found by ctid, locked by the
-        // pick; one changed since the snapshot is not seen there, and the locked way settles it.
-        const std::string pick = "SELECT p.ctid FROM " + q + " AS p WHERE p.concurrency_key" EQ "$1 AND p.parked_run_at IS NOT NULL" +
-            (has_dependencies ? " AND p.waiting_for IS NULL" : "") +
-            " ORDER BY p.priority, p.parked_run_at, p.id LIMIT 1 FOR UPDATE SKIP LOCKED";
-        return {"WITH s AS (SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$3 AND concurrency_key" EQ "$1),"
-                " u AS (UPDATE " + q + " AS j SET run_at = GREATEST(j.parked_run_at, $2), parked_run_at = NULL"
-                " WHERE j.ctid" EQ "(" + pick + ") AND (SELECT s.free FROM s)" CK_OP(">=") "0 RETURNING j.priority, j.run_at, j.id)"
-                " SELECT u.priority, u.run_at, u.id FROM s LEFT JOIN u ON true",
-                {TEXTOID, TIMESTAMPTZOID, REGCLASSOID}, 3, by_id_generic, false};
-    }
-    case StatementKind::Unpark:
-        // Another transaction's lock on a parked job (it is cancelling it) is skipped. The job is
-        // ready from the moment it gets the slot ($2), or later at its own run_at: back at its
-        // enqueue time it would sit below the claim frontier among the dead entries of every job
-        // claimed since, and lower the frontier there for every claim.
+    case StatementKind::HandOver:
+        // The oldest parked job of key $1 takes a departed job's slot, if the key's slot row ($3 the
+        // queue) has free >= 0; the row is only read: this changes no count (queue_limits.cpp).
+        // No row returned: the key has no limit; NULLs: no job moved (free < 0 after a limit was
+        // lowered, or no parked job). Another transaction's lock on a parked job (it is cancelling
+        // it) is skipped. The job is ready from the moment it gets the slot ($2), or later at its
+        // own run_at: back at its enqueue time it would sit below the claim frontier among the dead
+        // entries of every job claimed since, and lower the frontier there for every claim.
         // (A job still waiting for its dependencies is parked too, and not the key's to move.)
-        return {"UPDATE " + q + " AS j SET run_at = GREATEST(j.parked_run_at, $2), parked_run_at = NULL WHERE j.id" EQ "("
+        return {"WITH s AS (SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$3 AND concurrency_key" EQ "$1),"
+                " u AS (UPDATE " + q + " AS j SET run_at = GREATEST(j.parked_run_at, $2), parked_run_at = NULL WHERE j.id" EQ "("
                 "SELECT p.id FROM " + q + " AS p WHERE p.concurrency_key" EQ "$1 AND p.parked_run_at IS NOT NULL" +
                 (has_dependencies ? " AND p.waiting_for IS NULL" : "") +
-                " ORDER BY p.priority, p.parked_run_at, p.id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING j.priority, j.run_at, j.id",
-                {TEXTOID, TIMESTAMPTZOID}, 2, by_id_generic, false};
+                " ORDER BY p.priority, p.parked_run_at, p.id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+                " AND (SELECT s.free FROM s)" CK_OP(">=") "0 RETURNING j.priority, j.run_at, j.id)"
+                " SELECT u.priority, u.run_at, u.id FROM s LEFT JOIN u ON true",
+                {TEXTOID, TIMESTAMPTZOID, REGCLASSOID}, 3, by_id_generic, false};
     // A parked job by id, ready from its own run_at or $2 if later: a dependant whose last
     // dependency completed and which got its key's slot, or a job placed by a wrong guess.
     case StatementKind::UnparkJob:
