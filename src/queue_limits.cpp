@@ -181,19 +181,15 @@ void defer_departure(Oid queue, Datum key)
     deferred.emplace_back(queue, std::string(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)));
 }
 
-// The oldest parked job of the key takes the slot, if it has a limit (*limited) and not more jobs
-// than that limit (free >= 0); true when one did. The slot row is read, not locked.
-bool hand_to_parked(Oid queue, Datum key, Datum now, bool *limited)
+// The oldest parked job of the key takes the slot, if the key has a limit and not more jobs than
+// that limit (free >= 0); true when one did. The slot row is read, not locked.
+bool hand_to_parked(Oid queue, Datum key, Datum now)
 {
     Datum hand[3] = {key, now, ObjectIdGetDatum(queue)};
-    *limited = execute_plan(statement_by_id(StatementKind::HandOver, queue).plan, hand, nullptr, Snap::Latest) > 0;
-    if (!*limited)
+    if (execute_plan(statement_by_id(StatementKind::HandOver, queue).plan, hand, nullptr, Snap::Latest) == 0)
         return false;
-    bool none;
-    (void) result_datum(0, 3, &none);
-    if (!none)
-        made_ready(queue, 0);
-    return !none;
+    made_ready(queue, 0);
+    return true;
 }
 
 // The oldest parked job of the key takes the slot a departed job held, or the slot is freed.
@@ -206,15 +202,14 @@ void hand_over_slot(Oid queue, Datum key)
     // The common case, without the slot row's lock: a parked job seen takes the slot over, and the
     // key's count of jobs not parked is unchanged whatever an enqueue or a limit change of the key
     // does meanwhile (they count under the lock; the job is ours from the pick on).
-    bool limited;
-    if (hand_to_parked(queue, key, now, &limited) || !limited)
+    if (hand_to_parked(queue, key, now))
         return;
     // The slot may be freed only with the row locked and the jobs read after that: an enqueue that
     // parked its job before the lock is seen and unparked.
     Datum slot[2] = {ObjectIdGetDatum(queue), key};
     if (execute_plan(queue_statement(StatementKind::SlotLock, queue).plan, slot, nullptr, Snap::Latest) == 0)
-        return;   // the limit was removed
-    if (!hand_to_parked(queue, key, now, &limited))
+        return;   // the key has no limit (or it was removed)
+    if (!hand_to_parked(queue, key, now))
         execute_plan(queue_statement(StatementKind::SlotIncrement, queue).plan, slot, nullptr, Snap::Latest);
 }
 

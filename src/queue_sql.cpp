@@ -150,19 +150,19 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
     case StatementKind::HandOver:
         // The oldest parked job of key $1 takes a departed job's slot, if the key's slot row ($3 the
         // queue) has free >= 0; the row is only read: this changes no count (queue_limits.cpp).
-        // No row returned: the key has no limit; NULLs: no job moved (free < 0 after a limit was
-        // lowered, or no parked job). Another transaction's lock on a parked job (it is cancelling
-        // it) is skipped. The job is ready from the moment it gets the slot ($2), or later at its
-        // own run_at: back at its enqueue time it would sit below the claim frontier among the dead
-        // entries of every job claimed since, and lower the frontier there for every claim.
+        // No row: no limit, free < 0 after a limit was lowered, or no parked job. Another
+        // transaction's lock on a parked job (it is cancelling it) is skipped. The job is ready from
+        // the moment it gets the slot ($2), or later at its own run_at: back at its enqueue time it
+        // would sit below the claim frontier among the dead entries of every job claimed since, and
+        // lower the frontier there for every claim. The slot test is a one-time filter, checked
+        // before the pick (a plan of 7 nodes: it runs at every departure of a limited key).
         // (A job still waiting for its dependencies is parked too, and not the key's to move.)
-        return {"WITH s AS (SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$3 AND concurrency_key" EQ "$1),"
-                " u AS (UPDATE " + q + " AS j SET run_at = GREATEST(j.parked_run_at, $2), parked_run_at = NULL WHERE j.id" EQ "("
+        return {"UPDATE " + q + " AS j SET run_at = GREATEST(j.parked_run_at, $2), parked_run_at = NULL WHERE j.id" EQ "("
                 "SELECT p.id FROM " + q + " AS p WHERE p.concurrency_key" EQ "$1 AND p.parked_run_at IS NOT NULL" +
                 (has_dependencies ? " AND p.waiting_for IS NULL" : "") +
                 " ORDER BY p.priority, p.parked_run_at, p.id LIMIT 1 FOR UPDATE SKIP LOCKED)"
-                " AND (SELECT s.free FROM s)" CK_OP(">=") "0 RETURNING j.priority, j.run_at, j.id)"
-                " SELECT u.priority, u.run_at, u.id FROM s LEFT JOIN u ON true",
+                " AND (SELECT s.free FROM ck.concurrency_slots AS s WHERE s.queue" EQ "$3 AND s.concurrency_key" EQ "$1)"
+                CK_OP(">=") "0 RETURNING j.priority, j.run_at, j.id",
                 {TEXTOID, TIMESTAMPTZOID, REGCLASSOID}, 3, by_id_generic, false};
     // A parked job by id, ready from its own run_at or $2 if later: a dependant whose last
     // dependency completed and which got its key's slot, or a job placed by a wrong guess.
