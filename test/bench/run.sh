@@ -82,6 +82,40 @@ compare() {
 }
 
 
+# median LIST...: the median of the numbers (awk; mawk has no asort: an insertion sort of the few values).
+median() {
+    awk -v list="$*" 'BEGIN { n = split(list, a, " ")
+        for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+        print a[int((n + 1) / 2)] }'
+}
+
+# compare_rounds BENCH WORKLOAD BASE OTHER: like compare, for BENCH_BASE.sql against BENCH_OTHER.sql, in 3 rounds of
+# one separate run each, the order alternating (base first, other first, base first). A table row with the median
+# tps of each, the median of the rounds' ratios and the mixed-run latency ratio: a round's two runs meet the machine
+# at nearly the same moment, so the median ratio keeps out the drift of the machine's speed between rounds.
+compare_rounds() {
+    local bench=$1 workload=$2 base=${1}_$3.sql other=${1}_$4.sql clients sync round mixed
+    local -a tps
+    for clients in "${client_counts[@]}"; do
+        for sync in on off; do
+            local base_tps="" other_tps="" ratios=""
+            for round in 0 1 2; do
+                if ((round % 2 == 0)); then
+                    read -r -a tps <<<"$(mean_tps "${bench}_setup.sql" "$clients" "$sync" "$base" "$other")"
+                else
+                    read -r -a tps <<<"$(mean_tps "${bench}_setup.sql" "$clients" "$sync" "$other" "$base")"
+                    tps=("${tps[1]}" "${tps[0]}")
+                fi
+                base_tps+=" ${tps[0]}" other_tps+=" ${tps[1]}"
+                ratios+=" $(awk -v b="${tps[0]}" -v o="${tps[1]}" 'BEGIN { printf "%.4f", o / b }')"
+            done
+            mixed=$(mixed_ratio "${bench}_setup.sql" "$clients" "$sync" "$base" "$other")
+            printf '| %s | %d | %s | %d | %d | %.2f | %s |\n' "$workload" "$clients" "$sync" "$(median $base_tps)" \
+                "$(median $other_tps)" "$(median $ratios)" "$mixed" | out
+        done
+    done
+}
+
 # queue_cell CLIENTS SYNC: one table row of the queue comparison. Jobs per second of the seed, the same SQL as
 # ck's by hand, ck.claim + ck.complete, ck.complete_and_claim and ck.claim(q, 10) + ck.complete_many (one
 # separate run each, after the same set-up), then one mixed run of the first four (each transaction picks one at
@@ -117,16 +151,13 @@ separate_cell() {
     done
     mixed_ck=$(mixed_ratio queue_setup.sql "$clients" "$sync" queue_handwritten.sql queue_ck.sql)
     mixed_cac=$(mixed_ratio queue_setup.sql "$clients" "$sync" queue_handwritten.sql queue_cac.sql -D job=0 -D token=0)
-    awk -v c="$clients" -v s="$sync" -v seed="${runs[queue_handwritten.sql]}" -v ck="${runs[queue_ck.sql]}" \
-        -v cac="${runs[queue_cac.sql]}" -v mck="$mixed_ck" -v mcac="$mixed_cac" '
-        function median(list, a, n, i, j, t) {   # mawk has no asort: an insertion sort of the few values
-            n = split(list, a, " ")
-            for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-            return a[int((n + 1) / 2)] }
-        BEGIN { split(seed, b, " "); split(ck, k, " "); split(cac, w, " ")
-                for (i = 1; i <= 3; i++) { rk = rk " " k[i] / b[i]; rw = rw " " w[i] / b[i] }
-                printf "| %d | %s | %d | %d | %d | %.2f | %.2f | %s | %s |\n", c, s, median(seed), median(ck), median(cac),
-                       median(rk), median(rw), mck, mcac }' | out
+    local seed=(${runs[queue_handwritten.sql]}) ck=(${runs[queue_ck.sql]}) cac=(${runs[queue_cac.sql]}) rk="" rw=""
+    for i in 0 1 2; do
+        rk+=" $(awk -v k="${ck[i]}" -v b="${seed[i]}" 'BEGIN { print k / b }')"
+        rw+=" $(awk -v w="${cac[i]}" -v b="${seed[i]}" 'BEGIN { print w / b }')"
+    done
+    printf '| %d | %s | %d | %d | %d | %.2f | %.2f | %s | %s |\n' "$clients" "$sync" "$(median "${seed[@]}")" \
+        "$(median "${ck[@]}")" "$(median "${cac[@]}")" "$(median $rk)" "$(median $rw)" "$mixed_ck" "$mixed_cac" | out
 }
 
 # index_counts INDEX: "scans entries pages" so far of INDEX: its scans, the entries they read (pg_stat_user_indexes)
@@ -544,14 +575,14 @@ out <<EOF
 
 \`ck.enqueue(..., unique_key => k)\` (a new key each call, but one call in 10 repeats a key already taken: a
 duplicate, nothing inserted) against \`ck.enqueue\` without a key, into an emptied queue before every run, one job
-per transaction; separate runs in the order plain, key, key, plain (mean tps of each), and one mixed run (mean
-latency plain / key).
+per transaction; 3 rounds of separate runs, the order alternating (plain first, key first, plain first): the
+median tps of each and the median of the rounds' ratios, and one mixed run (mean latency plain / key).
 
 | workload | clients | sync_commit | plain tps | unique key tps | ratio | mixed |
 |---|---:|---|---:|---:|---:|---:|
 EOF
 client_counts=(1 4)
-compare unique "enqueue, 1 in 10 a duplicate" "plain key key plain"
+compare_rounds unique "enqueue, 1 in 10 a duplicate" plain key
 fi
 
 if wanted limits; then
@@ -561,14 +592,15 @@ out <<EOF
 
 \`ck.claim\` + \`ck.complete\` over jobs of 1,000 concurrency keys limited to 1 each (the queue's default limit:
 1,000 jobs ready, the others parked until their key's job is done) against the same loop over jobs without a
-key, each queue refilled with the same backlog before every run; separate runs in the order plain, keyed, keyed,
-plain (mean tps of each), and one mixed run (mean latency plain / keyed).
+key, each queue refilled with the same backlog before every run; 3 rounds of separate runs, the order alternating
+(plain first, keyed first, plain first): the median tps of each and the median of the rounds' ratios, and one mixed
+run (mean latency plain / keyed).
 
 | workload | clients | sync_commit | plain tps | 1,000 keys at limit 1, tps | ratio | mixed |
 |---|---:|---|---:|---:|---:|---:|
 EOF
 client_counts=(1 4 16)
-compare limits "claim + complete" "plain keyed keyed plain"
+compare_rounds limits "claim + complete" plain keyed
 fi
 
 if wanted dependencies; then
