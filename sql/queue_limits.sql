@@ -110,6 +110,23 @@ SELECT ck.enqueue('lq', concurrency_key => 'u') > 0 AS enqueued;
 ROLLBACK;
 SELECT pg_temp.free('u') AS free_u;
 
+-- A user's UPDATE trigger on the queue sees the hand-over's update of the job it unparks, as it
+-- would any statement's (the hand-over done in place leaves such a queue to the statement).
+CREATE TABLE unparked (id bigint, ready boolean);
+CREATE FUNCTION note_unparked() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO unparked VALUES (NEW.id, NEW.run_at < 'infinity' AND NEW.parked_run_at IS NULL);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER note AFTER UPDATE ON lq FOR EACH ROW WHEN (OLD.parked_run_at IS NOT NULL) EXECUTE FUNCTION note_unparked();
+SELECT count(ck.enqueue('lq', concurrency_key => 'u')) FROM generate_series(1, 2);
+SELECT ck.complete('lq', id, lease_token) FROM ck.claim('lq');
+SELECT u.ready, u.id = j.id AS the_parked_job FROM unparked AS u, lq AS j;
+DROP TRIGGER note ON lq;
+DROP FUNCTION note_unparked();
+DROP TABLE unparked;
+DELETE FROM lq;
+
 -- Bad input, and only the owner sets limits.
 SELECT test.outcome($$SELECT ck.set_concurrency_limit(NULL, 'a', 1)$$);
 SELECT test.outcome($$SELECT ck.set_concurrency_limit('lq', 'a', -1)$$);

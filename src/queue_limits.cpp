@@ -185,6 +185,9 @@ void defer_departure(Oid queue, Datum key)
 // that limit (free >= 0); true when one did. The slot row is read, not locked.
 bool hand_to_parked(Oid queue, Datum key, Datum now)
 {
+    int in_place = hand_over_in_place(queue, key, now);
+    if (in_place >= 0)
+        return in_place == 1;
     Datum hand[3] = {key, now, ObjectIdGetDatum(queue)};
     if (execute_plan(statement_by_id(StatementKind::HandOver, queue).plan, hand, nullptr, Snap::Latest) == 0)
         return false;

@@ -55,6 +55,11 @@ Placing place_job(Oid queue, Datum key, bool no_key, Datum run_at);
 Placing guess_placing(Oid queue, Datum key, Datum run_at);
 void settle_placing(Oid queue, int64 id, Datum key, const Placing &guess);
 
+// The hand-over's statement done with the access methods where that is its exact equal
+// (queue_handover.cpp): 1 when the oldest parked job of `key` took the slot, 0 when none did,
+// -1 when only the statement may do it. Outside pg_call.
+int hand_over_in_place(Oid queue, Datum key, Datum now);
+
 // A job just unparked is ready once this commits: claimers and the claim frontier learn it
 // (row `row` of the last SPI result: priority, run_at, id). Outside pg_call.
 void made_ready(Oid queue, uint64 row);

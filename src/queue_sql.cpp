@@ -158,7 +158,9 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         // before the pick, and the job is updated where the pick locked it, not looked up by id
         // again (a plan of 7 nodes, 2 index scans: it runs at every departure of a limited key).
         // A job the pick locked in a version newer than the statement's snapshot is not updated:
-        // no row, and the locked way that follows finds it again.
+        // no row, and the locked way that follows finds it again. Where nothing but the update
+        // itself would happen (no user trigger, no row security...), queue_handover.cpp does the
+        // same with the access methods, without a statement.
         // (A job still waiting for its dependencies is parked too, and not the key's to move.)
         return {"UPDATE " + q + " AS j SET run_at = GREATEST(j.parked_run_at, $2), parked_run_at = NULL WHERE j.ctid" EQ "("
                 "SELECT p.ctid FROM " + q + " AS p WHERE p.concurrency_key" EQ "$1 AND p.parked_run_at IS NOT NULL" +

@@ -35,6 +35,9 @@ RIGHTS = {
     "UPDATE on app.empty": ("GRANT UPDATE ON app.empty TO {u}", None),
     "DELETE on app.empty": ("GRANT DELETE ON app.empty TO {u}", None),
     "INSERT on app.empty_dead": ("GRANT INSERT ON app.empty_dead TO {u}", None),
+    "SELECT on app.lim": ("GRANT SELECT ON app.lim TO {u}", None),
+    "UPDATE on app.lim": ("GRANT UPDATE ON app.lim TO {u}", None),
+    "DELETE on app.lim": ("GRANT DELETE ON app.lim TO {u}", None),
     "SELECT on app.mail": ("GRANT SELECT ON app.mail TO {u}", None),
     "INSERT on app.mail": ("GRANT INSERT ON app.mail TO {u}", None),
     "UPDATE on app.mail": ("GRANT UPDATE ON app.mail TO {u}", None),
@@ -57,12 +60,14 @@ COLUMN_RIGHTS = {
     "UPDATE (state) on app.stock": "GRANT UPDATE (state) ON app.stock TO {u}",
     "UPDATE (code) on app.stock": "GRANT UPDATE (code) ON app.stock TO {u}",
     "SELECT (sku) on app.stock": "GRANT SELECT (sku) ON app.stock TO {u}",
+    "UPDATE (run_at, parked_run_at) on app.lim": "GRANT UPDATE (run_at, parked_run_at) ON app.lim TO {u}",
 }
 # Before every cell: USER holds nothing, PUBLIC holds the extension's defaults.
 RESET = """RESET ROLE;
 REVOKE ALL ON SCHEMA app FROM {u};
 REVOKE ALL ON ALL TABLES IN SCHEMA app FROM {u};
 REVOKE SELECT (sku, qty, state, code), UPDATE (qty, state, code) ON app.stock FROM {u};
+REVOKE UPDATE (run_at, parked_run_at) ON app.lim FROM {u};
 REVOKE {o} FROM {u};
 GRANT USAGE ON SCHEMA ck TO PUBLIC;
 GRANT SELECT, INSERT ON ck.lock_namespaces TO PUBLIC;
@@ -190,6 +195,18 @@ FUNCS = [
      "WITH done AS (DELETE FROM app.jobs WHERE id = :jid AND lease_token = :jtok RETURNING id) "
      + CLAIM_SQL.format(q="jobs").replace("WHERE id = ANY", "WHERE EXISTS (SELECT FROM done) AND id = ANY"),
      CLAIM_JOB, {}),
+    # A job of a limited key (1) leaves: its slot goes to the key's parked job, an UPDATE of it
+    # (done in place when the caller may update the whole queue, else as a statement).
+    ("complete, slot handed to a parked job", ["USAGE on schema app", "SELECT on app.lim", "UPDATE on app.lim", "DELETE on app.lim"],
+     "SELECT ck.complete(:lim::regclass, :lid, :ltok)",
+     "WITH d AS (DELETE FROM app.lim WHERE id = :lid AND lease_token = :ltok RETURNING id) "
+     "UPDATE app.lim SET run_at = now(), parked_run_at = NULL WHERE id = (SELECT id FROM app.lim WHERE concurrency_key = 'k' "
+     "AND parked_run_at IS NOT NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) AND (SELECT free FROM ck.concurrency_slots "
+     "WHERE queue = 'app.lim'::regclass AND concurrency_key = 'k') >= 0 AND EXISTS (SELECT FROM d)",
+     "DELETE FROM app.lim; SELECT count(ck.enqueue('app.lim', concurrency_key => 'k')) FROM generate_series(1, 2); "
+     "SELECT 'app.lim'::regclass::oid AS lim, id AS lid, lease_token AS ltok FROM ck.claim('app.lim') \\gset",
+     {"column rights only: SELECT, DELETE, UPDATE (run_at, parked_run_at)":
+      ["USAGE on schema app", "SELECT on app.lim", "DELETE on app.lim", "UPDATE (run_at, parked_run_at) on app.lim"]}),
     ("fail, retried", ["USAGE on schema app", "SELECT on app.jobs", "UPDATE on app.jobs"],
      "SELECT ck.fail(:jobs::regclass, :jid, :jtok, 'x', '1 second')",
      "UPDATE app.jobs SET lease_token = NULL, run_at = now() + interval '1 second', last_error = 'x' "
