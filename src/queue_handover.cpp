@@ -2,7 +2,7 @@
 // and index access methods, as logical replication applies a row. It runs at every departure of
 // a limited key, and as a statement its plan check, executor start and end cost as much as its
 // work. Taken only where the statement would do nothing more: the queue a plain table (no
-// partition, no row security, no CHECK constraint, no stored generated column), with no UPDATE
+// partition, no row security, no CHECK constraint, no generated column), with no UPDATE
 // trigger but ck_changed (which does nothing under our own statements), and the caller allowed
 // to select and update the whole queue and to read ck.concurrency_slots (whose row policy then
 // shows every row of the queue). Anywhere else the statement runs (and raises what it raises).
@@ -39,6 +39,13 @@ extern "C" {
 #define ck_index_beginscan(heap, index, snapshot, nkeys) index_beginscan(heap, index, snapshot, nkeys, 0)
 #endif
 
+// PostgreSQL 18 added virtual generated columns (an UPDATE checks their constraints).
+#if PG_VERSION_NUM >= 180000
+#define ck_has_generated(constr) ((constr)->has_generated_stored || (constr)->has_generated_virtual)
+#else
+#define ck_has_generated(constr) ((constr)->has_generated_stored)
+#endif
+
 namespace ck {
 
 namespace {
@@ -66,7 +73,7 @@ bool plain_table(Relation rel, const Columns &c)
     if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition || rel->rd_rel->relrowsecurity)
         return false;
     TupleConstr *constr = rel->rd_att->constr;
-    if (constr != nullptr && (constr->num_check > 0 || constr->has_generated_stored))
+    if (constr != nullptr && (constr->num_check > 0 || ck_has_generated(constr)))
         return false;
     if (TupleDescAttr(rel->rd_att, c.parked - 1)->attnotnull)
         return false;   // the statement raises the violation
