@@ -7,8 +7,6 @@
 // to select and update the whole queue and to read ck.concurrency_slots (whose row policy then
 // shows every row of the queue). Anywhere else the statement runs (and raises what it raises).
 #include "queue_limits.hpp"
-#include "queue_frontier.hpp"
-#include "queue_wakeup.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -52,17 +50,8 @@ namespace {
 
 // Plain C from here to hand_over_in_place: it runs inside one pg_call.
 
-AttrNumber column(TupleDesc desc, const char *name)
-{
-    for (int i = 0; i < desc->natts; i++) {
-        Form_pg_attribute a = TupleDescAttr(desc, i);
-        if (!a->attisdropped && strcmp(NameStr(a->attname), name) == 0)
-            return a->attnum;
-    }
-    return InvalidAttrNumber;
-}
-
-// The queue's columns the hand-over reads and writes (waiting_for: 0 on a queue made before 0.3.1).
+// The queue's columns the hand-over reads and writes, of the types it reads them as (waiting_for:
+// 0 on a queue made before 0.3.1).
 struct Columns {
     AttrNumber key, priority, parked, id, run_at, waiting;
 };
@@ -105,7 +94,7 @@ bool slots_visible(Relation slots)
 bool read_free(Relation slots, Oid queue, Datum key, Snapshot snapshot, int32 *free)
 {
     list_free(RelationGetIndexList(slots));   // sets rd_pkindex: (queue, concurrency_key)
-    AttrNumber free_col = column(RelationGetDescr(slots), "free");
+    AttrNumber free_col = job_column(RelationGetDescr(slots), "free", INT4OID);
     if (!OidIsValid(slots->rd_pkindex) || free_col == InvalidAttrNumber)
         return false;
     Relation pk = index_open(slots->rd_pkindex, AccessShareLock);
@@ -167,8 +156,7 @@ bool pick(Relation rel, Relation index, const Columns &c, Datum key, Snapshot sn
 }
 
 // The parked job unparked: ready from now, or from its own run_at if later.
-void unpark(ResultRelInfo *rri, EState *estate, const Columns &c, TupleTableSlot *locked, Datum now,
-            int32 *priority, TimestampTz *run_at, int64 *id)
+void unpark(ResultRelInfo *rri, EState *estate, const Columns &c, TupleTableSlot *locked, Datum now, JobKey *ready)
 {
     Relation rel = rri->ri_RelationDesc;
     TupleDesc desc = RelationGetDescr(rel);
@@ -178,26 +166,20 @@ void unpark(ResultRelInfo *rri, EState *estate, const Columns &c, TupleTableSlot
     memcpy(updated->tts_values, locked->tts_values, desc->natts * sizeof(Datum));
     memcpy(updated->tts_isnull, locked->tts_isnull, desc->natts * sizeof(bool));
     TimestampTz parked = DatumGetTimestampTz(locked->tts_values[c.parked - 1]);
-    *run_at = std::max(parked, DatumGetTimestampTz(now));
-    updated->tts_values[c.run_at - 1] = TimestampTzGetDatum(*run_at);
+    ready->key.run_at = std::max(parked, DatumGetTimestampTz(now));
+    updated->tts_values[c.run_at - 1] = TimestampTzGetDatum(ready->key.run_at);
     updated->tts_values[c.parked - 1] = (Datum) 0;
     updated->tts_isnull[c.parked - 1] = true;
     ExecStoreVirtualTuple(updated);
-    *priority = DatumGetInt32(locked->tts_values[c.priority - 1]);
-    *id = DatumGetInt64(locked->tts_values[c.id - 1]);
+    ready->priority = DatumGetInt32(locked->tts_values[c.priority - 1]);
+    ready->key.id = DatumGetInt64(locked->tts_values[c.id - 1]);
     ExecSimpleRelationUpdate(rri, estate, nullptr, locked, updated);
     ExecDropSingleTupleTableSlot(updated);
 }
 
 enum class InPlace { Handed, NotHanded, Statement };
 
-struct Ready {
-    int32 priority;
-    TimestampTz run_at;
-    int64 id;
-};
-
-InPlace hand_over_c(Oid queue, Datum key, Datum now, Ready *ready)
+InPlace hand_over_c(Oid queue, Datum key, Datum now, JobKey *ready)
 {
     Oid slots_id = get_relname_relid("concurrency_slots", get_namespace_oid("ck", true));
     Oid user = GetUserId();
@@ -209,8 +191,9 @@ InPlace hand_over_c(Oid queue, Datum key, Datum now, Ready *ready)
     Relation rel = table_open(queue, RowExclusiveLock);
     Relation slots = table_open(slots_id, AccessShareLock);
     TupleDesc desc = RelationGetDescr(rel);
-    Columns c{column(desc, "concurrency_key"), column(desc, "priority"), column(desc, "parked_run_at"),
-              column(desc, "id"), column(desc, "run_at"), column(desc, "waiting_for")};
+    Columns c{job_column(desc, "concurrency_key", TEXTOID), job_column(desc, "priority", INT4OID),
+              job_column(desc, "parked_run_at", TIMESTAMPTZOID), job_column(desc, "id", INT8OID),
+              job_column(desc, "run_at", TIMESTAMPTZOID), job_column(desc, "waiting_for", INT4OID)};
     InPlace result = InPlace::Statement;
     if (c.key != InvalidAttrNumber && c.priority != InvalidAttrNumber && c.parked != InvalidAttrNumber &&
         c.id != InvalidAttrNumber && c.run_at != InvalidAttrNumber && plain_table(rel, c) &&
@@ -231,7 +214,7 @@ InPlace hand_over_c(Oid queue, Datum key, Datum now, Ready *ready)
             result = InPlace::NotHanded;
             if (read_free(slots, queue, key, snapshot, &free_slots) && free_slots >= 0 &&
                 pick(rel, index, c, key, snapshot, cid, locked)) {
-                unpark(rri, estate, c, locked, now, &ready->priority, &ready->run_at, &ready->id);
+                unpark(rri, estate, c, locked, now, ready);
                 result = InPlace::Handed;
             }
             ExecDropSingleTupleTableSlot(locked);
@@ -251,14 +234,12 @@ InPlace hand_over_c(Oid queue, Datum key, Datum now, Ready *ready)
 int hand_over_in_place(Oid queue, Datum key, Datum now)
 {
     return pg_call([&] {
-        Ready ready;
+        JobKey ready;
         InPlace done = hand_over_c(queue, key, now, &ready);
         if (done == InPlace::Statement)
             return -1;
-        if (done == InPlace::Handed) {
-            frontier_on_commit(queue, ready.priority, FrontierKey{ready.run_at, ready.id});
-            queue_mark_ready(queue);
-        }
+        if (done == InPlace::Handed)
+            job_made_ready(queue, ready);
         return done == InPlace::Handed ? 1 : 0;
     });
 }

@@ -144,11 +144,13 @@ void unpark_job(Oid queue, int64 id, Datum from, Snap snap)
 
 void made_ready(Oid queue, uint64 row)
 {
-    pg_call([&] {
-        JobKey at = job_key(row, 1, 3);
-        frontier_on_commit(queue, at.priority, at.key);
-        queue_mark_ready(queue);
-    });
+    pg_call([&] { job_made_ready(queue, job_key(row, 1, 3)); });
+}
+
+void job_made_ready(Oid queue, const JobKey &at)
+{
+    frontier_on_commit(queue, at.priority, at.key);
+    queue_mark_ready(queue);
 }
 
 void limits_on_insert(Oid queue, const KeyedJobs &jobs)

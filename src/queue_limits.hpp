@@ -10,6 +10,7 @@
 #pragma once
 
 #include "pg.hpp"
+#include "queue_key.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -63,6 +64,8 @@ int hand_over_in_place(Oid queue, Datum key, Datum now);
 // A job just unparked is ready once this commits: claimers and the claim frontier learn it
 // (row `row` of the last SPI result: priority, run_at, id). Outside pg_call.
 void made_ready(Oid queue, uint64 row);
+// The same for a job whose place in the claim index is known. Plain C: inside pg_call.
+void job_made_ready(Oid queue, const JobKey &at);
 
 // Parked job id, now holding its key's slot, ready from its own run_at or `from` if later.
 void unpark_job(Oid queue, int64 id, Datum from, Snap snap);
