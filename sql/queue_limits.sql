@@ -109,6 +109,17 @@ BEGIN;
 SELECT ck.enqueue('lq', concurrency_key => 'u') > 0 AS enqueued;
 ROLLBACK;
 SELECT pg_temp.free('u') AS free_u;
+-- A plain INSERT (a bulk load) takes slots or parks in the queue's trigger: a job beyond the limit is
+-- parked by an update; one loaded parked already, at run_at 'infinity', is left as it is.
+BEGIN;
+SELECT n_tup_upd AS updated_before FROM pg_stat_xact_user_tables WHERE relid = 'lq'::regclass \gset
+INSERT INTO lq (concurrency_key) VALUES ('u'), ('u');
+INSERT INTO lq (concurrency_key, run_at, parked_run_at) VALUES ('u', 'infinity', now());
+SELECT key, parked FROM pg_temp.jobs();
+SELECT n_tup_upd - :updated_before AS updated FROM pg_stat_xact_user_tables WHERE relid = 'lq'::regclass;
+COMMIT;
+SELECT pg_temp.free('u') AS free_u;
+DELETE FROM lq;
 
 -- A user's UPDATE trigger on the queue sees the hand-over's update of the job it unparks, as it
 -- would any statement's (the hand-over done in place leaves such a queue to the statement).

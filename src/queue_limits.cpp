@@ -36,26 +36,31 @@ KeyedJobs keyed_jobs(Tuplestorestate *rows, TupleDesc desc)
     AttrNumber id = job_column(desc, "id", INT8OID);
     AttrNumber key = job_column(desc, "concurrency_key", TEXTOID);
     AttrNumber parked = job_column(desc, "parked_run_at", TIMESTAMPTZOID);
-    if (rows == nullptr || id == InvalidAttrNumber || key == InvalidAttrNumber || parked == InvalidAttrNumber)
+    AttrNumber run_at = job_column(desc, "run_at", TIMESTAMPTZOID);
+    if (rows == nullptr || id == InvalidAttrNumber || key == InvalidAttrNumber || parked == InvalidAttrNumber ||
+        run_at == InvalidAttrNumber)
         return jobs;   // a queue made before 0.3.0 and not updated: no keys
     int64 count = tuplestore_tuple_count(rows);
     jobs.id = static_cast<int64 *>(palloc(sizeof(int64) * (count + 1)));
     jobs.key = static_cast<Datum *>(palloc(sizeof(Datum) * (count + 1)));
     jobs.parked = static_cast<bool *>(palloc(sizeof(bool) * (count + 1)));
+    jobs.held_back = static_cast<bool *>(palloc(sizeof(bool) * (count + 1)));
     TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
     int reader = tuplestore_alloc_read_pointer(rows, EXEC_FLAG_REWIND);
     tuplestore_select_read_pointer(rows, reader);
     tuplestore_rescan(rows);
     while (tuplestore_gettupleslot(rows, true, false, slot)) {
-        bool null_id, null_key, not_parked;
+        bool null_id, null_key, not_parked, null_run_at;
         Datum k = slot_getattr(slot, key, &null_key);
         Datum i = slot_getattr(slot, id, &null_id);
         (void) slot_getattr(slot, parked, &not_parked);
+        Datum at = slot_getattr(slot, run_at, &null_run_at);
         if (null_key || null_id)
             continue;
         jobs.id[jobs.n] = DatumGetInt64(i);
         jobs.key[jobs.n] = PointerGetDatum(PG_DETOAST_DATUM_COPY(k));
         jobs.parked[jobs.n] = !not_parked;
+        jobs.held_back[jobs.n] = !not_parked && !null_run_at && TIMESTAMP_IS_NOEND(DatumGetTimestampTz(at));
         jobs.n++;
     }
     tuplestore_select_read_pointer(rows, 0);
@@ -163,7 +168,7 @@ void limits_on_insert(Oid queue, const KeyedJobs &jobs)
             continue;   // the key has no limit
         if (free > 0 && !jobs.parked[i]) {
             execute_plan(queue_statement(StatementKind::SlotDecrement, queue).plan, slot, nullptr);
-        } else {
+        } else if (!jobs.held_back[i]) {   // a job loaded parked (a restore, a bulk load) needs no second version
             Datum id[1] = {Int64GetDatum(jobs.id[i])};
             execute_plan(statement_by_id(StatementKind::Park, queue).plan, id, nullptr);
         }

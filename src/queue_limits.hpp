@@ -25,6 +25,7 @@ struct KeyedJobs {
     int64 *id = nullptr;
     Datum *key = nullptr;   // text
     bool *parked = nullptr;
+    bool *held_back = nullptr;   // parked and at run_at 'infinity' already: out of every claim's way
 };
 
 // Reads them (palloc'd in the current memory context). Inside pg_call.

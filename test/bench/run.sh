@@ -89,8 +89,8 @@ median() {
         print a[int((n + 1) / 2)] }'
 }
 
-# compare_rounds BENCH WORKLOAD BASE OTHER: like compare, for BENCH_BASE.sql against BENCH_OTHER.sql, in 3 rounds of
-# one separate run each, the order alternating (base first, other first, base first). A table row with the median
+# compare_rounds BENCH WORKLOAD BASE OTHER: like compare, for BENCH_BASE.sql against BENCH_OTHER.sql, in $rounds rounds
+# of one separate run each, the order alternating (base first, other first, base first, ...). A table row with the median
 # tps of each, the median of the rounds' ratios and the mixed-run latency ratio: a round's two runs meet the machine
 # at nearly the same moment, so the median ratio keeps out the drift of the machine's speed between rounds.
 compare_rounds() {
@@ -99,7 +99,7 @@ compare_rounds() {
     for clients in "${client_counts[@]}"; do
         for sync in on off; do
             local base_tps="" other_tps="" ratios=""
-            for round in 0 1 2; do
+            for ((round = 0; round < rounds; round++)); do
                 if ((round % 2 == 0)); then
                     read -r -a tps <<<"$(mean_tps "${bench}_setup.sql" "$clients" "$sync" "$base" "$other")"
                 else
@@ -581,25 +581,26 @@ median tps of each and the median of the rounds' ratios, and one mixed run (mean
 | workload | clients | sync_commit | plain tps | unique key tps | ratio | mixed |
 |---|---:|---|---:|---:|---:|---:|
 EOF
-client_counts=(1 4)
+client_counts=(1 4) rounds=3
 compare_rounds unique "enqueue, 1 in 10 a duplicate" plain key
 fi
 
 if wanted limits; then
+client_counts=(1 4 16) rounds=5   # two runs after the same set-up differ by up to a fifth here: more rounds
 out <<EOF
 
 ## Queue: concurrency limits
 
 \`ck.claim\` + \`ck.complete\` over jobs of 1,000 concurrency keys limited to 1 each (the queue's default limit:
 1,000 jobs ready, the others parked until their key's job is done) against the same loop over jobs without a
-key, each queue refilled with the same backlog before every run; 3 rounds of separate runs, the order alternating
-(plain first, keyed first, plain first): the median tps of each and the median of the rounds' ratios, and one mixed
-run (mean latency plain / keyed).
+key, each queue refilled with the same backlog before every run (the keyed jobs as \`ck.enqueue\` places them: the
+first of each key ready, the others parked); $rounds rounds of separate runs, the order alternating (plain first,
+keyed first, ...): the median tps of each and the median of the rounds' ratios, and one mixed run (mean latency
+plain / keyed).
 
 | workload | clients | sync_commit | plain tps | 1,000 keys at limit 1, tps | ratio | mixed |
 |---|---:|---|---:|---:|---:|---:|
 EOF
-client_counts=(1 4 16)
 compare_rounds limits "claim + complete" plain keyed
 fi
 
