@@ -30,37 +30,41 @@ extern "C" {
 
 namespace ck {
 
-KeyedJobs keyed_jobs(Tuplestorestate *rows, TupleDesc desc)
+KeyedJobs keyed_jobs(Tuplestorestate *rows, TupleDesc desc, bool inserted)
 {
     KeyedJobs jobs;
     AttrNumber id = job_column(desc, "id", INT8OID);
     AttrNumber key = job_column(desc, "concurrency_key", TEXTOID);
     AttrNumber parked = job_column(desc, "parked_run_at", TIMESTAMPTZOID);
-    AttrNumber run_at = job_column(desc, "run_at", TIMESTAMPTZOID);
-    if (rows == nullptr || id == InvalidAttrNumber || key == InvalidAttrNumber || parked == InvalidAttrNumber ||
-        run_at == InvalidAttrNumber)
+    if (rows == nullptr || id == InvalidAttrNumber || key == InvalidAttrNumber || parked == InvalidAttrNumber)
         return jobs;   // a queue made before 0.3.0 and not updated: no keys
+    // Only an insert asks whether a job is held back already; a departure needs no run_at.
+    AttrNumber run_at = inserted ? job_column(desc, "run_at", TIMESTAMPTZOID) : InvalidAttrNumber;
     int64 count = tuplestore_tuple_count(rows);
     jobs.id = static_cast<int64 *>(palloc(sizeof(int64) * (count + 1)));
     jobs.key = static_cast<Datum *>(palloc(sizeof(Datum) * (count + 1)));
     jobs.parked = static_cast<bool *>(palloc(sizeof(bool) * (count + 1)));
-    jobs.held_back = static_cast<bool *>(palloc(sizeof(bool) * (count + 1)));
+    if (inserted)
+        jobs.held_back = static_cast<bool *>(palloc0(sizeof(bool) * (count + 1)));
     TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
     int reader = tuplestore_alloc_read_pointer(rows, EXEC_FLAG_REWIND);
     tuplestore_select_read_pointer(rows, reader);
     tuplestore_rescan(rows);
     while (tuplestore_gettupleslot(rows, true, false, slot)) {
-        bool null_id, null_key, not_parked, null_run_at;
+        bool null_id, null_key, not_parked;
         Datum k = slot_getattr(slot, key, &null_key);
         Datum i = slot_getattr(slot, id, &null_id);
         (void) slot_getattr(slot, parked, &not_parked);
-        Datum at = slot_getattr(slot, run_at, &null_run_at);
         if (null_key || null_id)
             continue;
         jobs.id[jobs.n] = DatumGetInt64(i);
         jobs.key[jobs.n] = PointerGetDatum(PG_DETOAST_DATUM_COPY(k));
         jobs.parked[jobs.n] = !not_parked;
-        jobs.held_back[jobs.n] = !not_parked && !null_run_at && TIMESTAMP_IS_NOEND(DatumGetTimestampTz(at));
+        if (!not_parked && run_at != InvalidAttrNumber) {
+            bool null_run_at;
+            Datum at = slot_getattr(slot, run_at, &null_run_at);
+            jobs.held_back[jobs.n] = !null_run_at && TIMESTAMP_IS_NOEND(DatumGetTimestampTz(at));
+        }
         jobs.n++;
     }
     tuplestore_select_read_pointer(rows, 0);
@@ -271,7 +275,7 @@ CK_FUNCTION(ck_queue_left)
                             errmsg("ck.queue_left must be called as a trigger")));
         TriggerData *trigger = (TriggerData *) fcinfo->context;
         Relation rel = trigger->tg_relation;
-        return Left{RelationGetRelid(rel), ck::keyed_jobs(trigger->tg_oldtable, RelationGetDescr(rel))};
+        return Left{RelationGetRelid(rel), ck::keyed_jobs(trigger->tg_oldtable, RelationGetDescr(rel), false)};
     });
     if (ck::departures_deferred()) {
         for (int i = 0; i < left.jobs.n; i++)

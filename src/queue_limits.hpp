@@ -25,11 +25,12 @@ struct KeyedJobs {
     int64 *id = nullptr;
     Datum *key = nullptr;   // text
     bool *parked = nullptr;
-    bool *held_back = nullptr;   // parked and at run_at 'infinity' already: out of every claim's way
+    bool *held_back = nullptr;   // inserted parked and at run_at 'infinity' already: nothing to update
 };
 
-// Reads them (palloc'd in the current memory context). Inside pg_call.
-KeyedJobs keyed_jobs(Tuplestorestate *rows, TupleDesc desc);
+// Reads them (palloc'd in the current memory context); held_back only for `inserted` rows. Inside
+// pg_call.
+KeyedJobs keyed_jobs(Tuplestorestate *rows, TupleDesc desc, bool inserted);
 
 // The inserted jobs take a slot of their key or are parked (an UPDATE). Outside pg_call (runs
 // SPI). Not for the jobs ck.enqueue inserts: it settles their slot first (below).

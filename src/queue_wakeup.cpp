@@ -170,7 +170,7 @@ CK_FUNCTION(ck_queue_ready)
         // ck.enqueue settled its job's slot before inserting it: no second pass over the rows.
         if (ck::inserts_placed())
             return Inserted{queue, ck::KeyedJobs{}};
-        return Inserted{queue, ck::keyed_jobs(trigger->tg_newtable, RelationGetDescr(trigger->tg_relation))};
+        return Inserted{queue, ck::keyed_jobs(trigger->tg_newtable, RelationGetDescr(trigger->tg_relation), true)};
     });
     if (inserted.keyed.n > 0)
         ck::limits_on_insert(inserted.queue, inserted.keyed);
