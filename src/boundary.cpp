@@ -1,5 +1,7 @@
 // run_boundary and fmt: how C++ failures become PostgreSQL errors.
 #include "boundary.hpp"
+#include "plan_cache.hpp"
+#include "spi.hpp"
 
 #include <cstdarg>
 #include <exception>
@@ -44,6 +46,13 @@ struct Report {
     }
 };
 
+int calls = 0;   // calls of ours under way in this backend (a trigger or SQL may call us again)
+
+struct Call {
+    Call() { calls++; }
+    ~Call() { calls--; }
+};
+
 } // namespace
 
 Datum run_boundary(FunctionCallInfo fcinfo, Datum (*body)(FunctionCallInfo))
@@ -52,6 +61,10 @@ Datum run_boundary(FunctionCallInfo fcinfo, Datum (*body)(FunctionCallInfo))
     Report report;
 
     try {
+        Call call;
+        // The outermost call starts holding no cached plan: the one safe time to free them.
+        if (calls == 1 && plans_executing() == 0)
+            plan_cache_sweep();
         return body(fcinfo);
     } catch (const PgError &e) {
         pg_error = e.data();

@@ -73,9 +73,14 @@ void free_plan(SPIPlanPtr plan)
         pg_call([&] { SPI_freeplan(plan); });
 }
 
-// Frees what invalidation retired; only when no plan of ours is executing.
-void sweep()
+} // namespace
+
+// Erasing an entry here is safe only because no caller holds one: a reference kept across
+// another lookup once dangled when that lookup swept (an INSERT then ran a freed plan).
+void plan_cache_sweep()
 {
+    if (stale_entries == 0 && retired.empty())
+        return;
     for (SPIPlanPtr plan : retired)
         free_plan(plan);
     retired.clear();
@@ -91,12 +96,8 @@ void sweep()
     stale_entries = 0;
 }
 
-} // namespace
-
 const Prepared *plan_cache_lookup(const PlanKey &key)
 {
-    if (plans_executing() == 0 && (stale_entries > 0 || !retired.empty()))
-        sweep();
     auto it = plans.find(key);
     if (it == plans.end() || !it->second.valid)
         return nullptr;
@@ -113,7 +114,7 @@ const Prepared &plan_cache_store(const PlanKey &key, Prepared &&prepared, uint64
     auto [it, inserted] = plans.try_emplace(key);
     Entry &entry = it->second;
     if (!inserted) {
-        // A stale entry found while a plan is executing: its plan may be in use.
+        // A stale entry: a caller may still hold it and run its plan, freed by the sweep.
         retired.push_back(entry.prepared.plan);
         if (entry.prepared.each_plan != nullptr)
             retired.push_back(entry.prepared.each_plan);

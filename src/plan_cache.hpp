@@ -108,9 +108,13 @@ struct Prepared {
     mutable size_t next_shard = 0;    // where this backend's next claim starts
 };
 
-// The valid entry for key, or nullptr. At nesting depth 0 it first frees plans that
-// invalidation has retired.
+// The valid entry for key, or nullptr. An entry, once returned, stays where it is (rebuilt in
+// place after an invalidation) and its plans stay allocated until plan_cache_sweep.
 const Prepared *plan_cache_lookup(const PlanKey &key);
+
+// Frees the plans and entries invalidation retired. run_boundary calls it at the start of an
+// outermost call, the one point where no caller can hold an entry or a plan of one.
+void plan_cache_sweep();
 
 // Bumped by every relcache invalidation; a plan built across a change is stored as
 // already stale, so the next call rebuilds it.
