@@ -138,6 +138,22 @@ DROP FUNCTION note_unparked();
 DROP TABLE unparked;
 DELETE FROM lq;
 
+-- A default set over keys that already hold jobs (counted for all keys in one pass since
+-- 0.3.4): each key's free slots are the limit less its jobs not parked, negative when over it;
+-- raised, each key unparks as many jobs as its room allows, oldest first.
+INSERT INTO lq (payload, concurrency_key) SELECT '{}', k FROM unnest(ARRAY['p', 'q', 'q', 'q', 'r', 'r', 'r', 'r', 'r']) AS k;
+SELECT ck.set_concurrency_limit('lq', NULL, 2);
+SELECT count(ck.enqueue('lq', jsonb_build_object('n', g), concurrency_key => 'p')) FROM generate_series(1, 4) AS g;
+SELECT key, count(*) FILTER (WHERE NOT parked) AS ready, count(*) FILTER (WHERE parked) AS parked, pg_temp.free(key) AS free
+FROM pg_temp.jobs() GROUP BY key ORDER BY key;
+SELECT ck.set_concurrency_limit('lq', NULL, 4);
+SELECT key, count(*) FILTER (WHERE NOT parked) AS ready, count(*) FILTER (WHERE parked) AS parked, pg_temp.free(key) AS free
+FROM pg_temp.jobs() GROUP BY key ORDER BY key;
+SELECT payload->>'n' AS still_parked FROM lq WHERE run_at = 'infinity';
+SELECT ck.set_concurrency_limit('lq', NULL, NULL);
+SELECT count(*) AS slot_rows_left FROM ck.concurrency_slots WHERE queue = 'lq'::regclass AND concurrency_key IN ('p', 'q', 'r');
+DELETE FROM lq;
+
 -- Bad input, and only the owner sets limits.
 SELECT test.outcome($$SELECT ck.set_concurrency_limit(NULL, 'a', 1)$$);
 SELECT test.outcome($$SELECT ck.set_concurrency_limit('lq', 'a', -1)$$);

@@ -605,8 +605,9 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON ck.concurrency_slots TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('ck.concurrency_slots', '');
 
 -- Settles a key (or, for the default, every key of the queue without a limit of its own) under
--- its new limit: its slot row locked first, then as many parked jobs unparked as the limit
--- leaves room for; without a limit, all of them, and the slot row goes.
+-- its new limit: the keys' slot rows locked first, then the jobs of each key counted (one pass
+-- over the queue for all keys), then as many parked jobs unparked as the limit leaves room for;
+-- without a limit, all of them, and the slot rows go.
 CREATE FUNCTION ck.set_concurrency_limit(queue regclass, concurrency_key text, max_running integer)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
@@ -617,6 +618,9 @@ DECLARE
     lim pg_catalog.int4;
     unparked pg_catalog.int8;
     moved pg_catalog.int8;
+    keys pg_catalog.text[];
+    settled pg_catalog.text[] := '{}';
+    frees pg_catalog.int4[] := '{}';
     shard_row record;
     distributed boolean := false;
 BEGIN
@@ -667,43 +671,58 @@ BEGIN
         EXECUTE pg_catalog.format('CREATE TRIGGER ck_left AFTER DELETE ON %s REFERENCING OLD TABLE AS ck_old'
                                   ' FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_left()', queue_name);
     END IF;
-    FOR k IN EXECUTE pg_catalog.format(
-        'SELECT DISTINCT j.concurrency_key FROM %s AS j WHERE j.concurrency_key IS NOT NULL'
+    -- The keys it settles: the one named, or every key without a limit of its own; one limit
+    -- holds for all of them.
+    EXECUTE pg_catalog.format(
+        'SELECT pg_catalog.array_agg(u.k ORDER BY u.k) FROM ('
+        ' SELECT DISTINCT j.concurrency_key FROM %s AS j WHERE j.concurrency_key IS NOT NULL'
         '   AND ($1 IS NULL OR j.concurrency_key OPERATOR(pg_catalog.=) $1)'
         ' UNION SELECT s.concurrency_key FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) $2'
-        '   AND ($1 IS NULL OR s.concurrency_key OPERATOR(pg_catalog.=) $1)', queue_name)
-        USING concurrency_key, queue
+        '   AND ($1 IS NULL OR s.concurrency_key OPERATOR(pg_catalog.=) $1)) AS u(k)'
+        ' WHERE $1 IS NOT NULL OR NOT EXISTS (SELECT FROM ck.concurrency_limits AS l'
+        '   WHERE l.queue OPERATOR(pg_catalog.=) $2 AND l.concurrency_key OPERATOR(pg_catalog.=) u.k)', queue_name)
+        INTO keys USING concurrency_key, queue;
+    IF keys IS NULL THEN
+        RETURN;
+    END IF;
+    lim := (SELECT l.max_running FROM ck.concurrency_limits AS l
+            WHERE l.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue
+              AND (l.concurrency_key OPERATOR(pg_catalog.=) set_concurrency_limit.concurrency_key OR l.concurrency_key IS NULL)
+            ORDER BY l.concurrency_key IS NULL LIMIT 1);
+    -- Their slot rows, locked in key order before anything is counted: enqueues and departures
+    -- of these keys wait until this commits.
+    INSERT INTO ck.concurrency_slots AS s SELECT queue, u.k, 0 FROM pg_catalog.unnest(keys) AS u(k) ORDER BY u.k
+        ON CONFLICT ON CONSTRAINT concurrency_slots_pkey DO UPDATE SET free = s.free;
+    IF lim IS NULL THEN
+        EXECUTE pg_catalog.format('UPDATE %s AS j SET run_at = GREATEST(j.parked_run_at, pg_catalog.clock_timestamp()), parked_run_at = NULL'
+                                  ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) ANY ($1) AND j.parked_run_at IS NOT NULL AND j.waiting_for IS NULL',
+                                  queue_name) USING keys;
+        DELETE FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue
+            AND s.concurrency_key OPERATOR(pg_catalog.=) ANY (keys);
+        RETURN;
+    END IF;
+    -- The jobs of each key not parked, counted in one pass over the queue (a count per key read
+    -- the whole queue once a key); then each key with room unparks its first parked jobs.
+    FOR k, unparked IN EXECUTE pg_catalog.format(
+        'SELECT u.k, pg_catalog.count(j.id) FROM pg_catalog.unnest($1) AS u(k)'
+        ' LEFT JOIN %s AS j ON j.concurrency_key OPERATOR(pg_catalog.=) u.k AND j.parked_run_at IS NULL'
+        ' GROUP BY u.k', queue_name) USING keys
     LOOP
-        CONTINUE WHEN concurrency_key IS NULL AND EXISTS (
-            SELECT FROM ck.concurrency_limits AS l WHERE l.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue
-                AND l.concurrency_key OPERATOR(pg_catalog.=) k);
-        lim := (SELECT l.max_running FROM ck.concurrency_limits AS l
-                WHERE l.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue
-                  AND (l.concurrency_key OPERATOR(pg_catalog.=) k OR l.concurrency_key IS NULL)
-                ORDER BY l.concurrency_key IS NULL LIMIT 1);
-        -- The key's slot row, locked: enqueues and departures of the key wait until this commits.
-        INSERT INTO ck.concurrency_slots AS s VALUES (queue, k, 0)
-            ON CONFLICT ON CONSTRAINT concurrency_slots_pkey DO UPDATE SET free = s.free;
-        IF lim IS NULL THEN
-            EXECUTE pg_catalog.format('UPDATE %s AS j SET run_at = GREATEST(j.parked_run_at, pg_catalog.clock_timestamp()), parked_run_at = NULL'
-                                      ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) $1 AND j.parked_run_at IS NOT NULL AND j.waiting_for IS NULL',
-                                      queue_name) USING k;
-            DELETE FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue
-                AND s.concurrency_key OPERATOR(pg_catalog.=) k;
-            CONTINUE;
+        moved := 0;
+        IF lim OPERATOR(pg_catalog.>) unparked THEN
+            EXECUTE pg_catalog.format('WITH pick AS (SELECT p.id FROM %1$s AS p WHERE p.concurrency_key OPERATOR(pg_catalog.=) $1'
+                                      '   AND p.parked_run_at IS NOT NULL AND p.waiting_for IS NULL ORDER BY p.priority, p.parked_run_at, p.id LIMIT $2 FOR UPDATE)'
+                                      ' UPDATE %1$s AS j SET run_at = GREATEST(j.parked_run_at, pg_catalog.clock_timestamp()), parked_run_at = NULL FROM pick'
+                                      ' WHERE j.id OPERATOR(pg_catalog.=) pick.id', queue_name)
+                USING k, lim OPERATOR(pg_catalog.-) unparked;
+            GET DIAGNOSTICS moved = ROW_COUNT;
         END IF;
-        EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM %s AS j'
-                                  ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) $1 AND j.parked_run_at IS NULL',
-                                  queue_name) INTO unparked USING k;
-        EXECUTE pg_catalog.format('WITH pick AS (SELECT p.id FROM %1$s AS p WHERE p.concurrency_key OPERATOR(pg_catalog.=) $1'
-                                  '   AND p.parked_run_at IS NOT NULL AND p.waiting_for IS NULL ORDER BY p.priority, p.parked_run_at, p.id LIMIT $2 FOR UPDATE)'
-                                  ' UPDATE %1$s AS j SET run_at = GREATEST(j.parked_run_at, pg_catalog.clock_timestamp()), parked_run_at = NULL FROM pick'
-                                  ' WHERE j.id OPERATOR(pg_catalog.=) pick.id', queue_name)
-            USING k, GREATEST(lim OPERATOR(pg_catalog.-) unparked, 0);
-        GET DIAGNOSTICS moved = ROW_COUNT;
-        UPDATE ck.concurrency_slots AS s SET free = (lim OPERATOR(pg_catalog.-) unparked OPERATOR(pg_catalog.-) moved)::pg_catalog.int4
-            WHERE s.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue AND s.concurrency_key OPERATOR(pg_catalog.=) k;
+        settled := settled OPERATOR(pg_catalog.||) k;
+        frees := frees OPERATOR(pg_catalog.||) (lim OPERATOR(pg_catalog.-) unparked OPERATOR(pg_catalog.-) moved)::pg_catalog.int4;
     END LOOP;
+    UPDATE ck.concurrency_slots AS s SET free = f.free
+        FROM ROWS FROM (pg_catalog.unnest(settled), pg_catalog.unnest(frees)) AS f(k, free)
+        WHERE s.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue AND s.concurrency_key OPERATOR(pg_catalog.=) f.k;
 END
 $$;
 COMMENT ON FUNCTION ck.set_concurrency_limit(regclass, text, integer) IS
