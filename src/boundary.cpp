@@ -55,6 +55,11 @@ struct Call {
 
 } // namespace
 
+bool outermost_call()
+{
+    return calls == 1 && plans_executing() == 0;
+}
+
 Datum run_boundary(FunctionCallInfo fcinfo, Datum (*body)(FunctionCallInfo))
 {
     ErrorData *pg_error = nullptr;
@@ -63,7 +68,7 @@ Datum run_boundary(FunctionCallInfo fcinfo, Datum (*body)(FunctionCallInfo))
     try {
         Call call;
         // The outermost call starts holding no cached plan: the one safe time to free them.
-        if (calls == 1 && plans_executing() == 0)
+        if (outermost_call())
             plan_cache_sweep();
         return body(fcinfo);
     } catch (const PgError &e) {

@@ -28,6 +28,10 @@ private:
 // printf-style formatting into a std::string (PostgreSQL's own snprintf underneath).
 std::string fmt(const char *format, ...) pg_attribute_printf(1, 2);
 
+// True while the call under way is the only one of ours in this backend (none of our callers
+// holds a cached plan): where plan_cache_sweep may free plans.
+bool outermost_call();
+
 // Runs body(fcinfo); a PgError is re-raised unchanged, an Error or any other C++
 // exception becomes ereport(ERROR) once the catch block has been left.
 Datum run_boundary(FunctionCallInfo fcinfo, Datum (*body)(FunctionCallInfo));

@@ -431,6 +431,9 @@ CK_FUNCTION(ck_claim_wait)
             nap_ms = std::min(nap_ms, poll_ms);
             poll_ms = std::min(poll_ms * 2, 200L);   // short looks, never a busy loop
         }
+        // A long wait frees the plans invalidations retired meanwhile, as a new call would.
+        if (ck::outermost_call())
+            ck::plan_cache_sweep();
         ck::pg_call([&] { ck::queue_wait_sleep(std::max(nap_ms, 1L)); });
     }
     ck::pg_call([] { ck::queue_wait_cancel(); });

@@ -33,11 +33,13 @@ psql -X -q -v ON_ERROR_STOP=1 -d "$db" >/dev/null <<'SQL'
 CREATE EXTENSION concurrency_kit;
 SELECT ck.create_queue('jobs');
 SELECT ck.create_queue('keyed');
+SELECT ck.create_queue('idle');
 SELECT ck.set_concurrency_limit('keyed', NULL, 1);
 SQL
 
 # One transaction a connection: a job, two after it and one after those, a unique key (taken
-# twice), a keyed job; then claims and completes of both queues.
+# twice), a keyed job; then claims and completes of both queues, and a short claim_wait on an
+# empty queue (it frees retired plans between its looks).
 cat >"$work/worker.sql" <<'SQL'
 \set key random(1, 50)
 BEGIN;
@@ -51,8 +53,9 @@ SELECT ck.enqueue('keyed', '{}', concurrency_key => 'k' || :key);
 COMMIT;
 SELECT count(ck.complete('jobs', id, lease_token)) FROM ck.claim('jobs', 4);
 SELECT count(ck.complete('keyed', id, lease_token)) FROM ck.claim('keyed', 2);
+SELECT count(*) FROM ck.claim_wait('idle', 1, NULL, '20 ms');
 SQL
-printf 'ANALYZE jobs;\nANALYZE keyed;\n' >"$work/analyze.sql"
+printf 'ANALYZE jobs;\nANALYZE keyed;\nANALYZE idle;\n' >"$work/analyze.sql"
 
 offset=$(stat -c %s "$CK_SERVER_LOG")
 status=0
@@ -75,7 +78,7 @@ check "no server process died (server log)" \
 check "no internal error: no freed or unsaved plan was run (server log)" \
     test "$(grep -c 'cached plan\|XX000\|internal error' <<<"$log")" -eq 0
 # Nothing fails and no lease runs out: a dead letter would be a job lost on the way.
-left=$(psql -X -At -d "$db" -c "SELECT (SELECT count(*) FROM jobs_dead) + (SELECT count(*) FROM keyed_dead)")
+left=$(psql -X -At -d "$db" -c "SELECT (SELECT count(*) FROM jobs_dead) + (SELECT count(*) FROM keyed_dead) + (SELECT count(*) FROM idle_dead)")
 check "no job was buried or lost its dependency ($left dead letters)" test "$left" -eq 0
 echo "1..$n"
 ((failed == 0))
