@@ -619,8 +619,6 @@ DECLARE
     unparked pg_catalog.int8;
     moved pg_catalog.int8;
     keys pg_catalog.text[];
-    settled pg_catalog.text[] := '{}';
-    frees pg_catalog.int4[] := '{}';
     shard_row record;
     distributed boolean := false;
 BEGIN
@@ -717,12 +715,9 @@ BEGIN
                 USING k, lim OPERATOR(pg_catalog.-) unparked;
             GET DIAGNOSTICS moved = ROW_COUNT;
         END IF;
-        settled := settled OPERATOR(pg_catalog.||) k;
-        frees := frees OPERATOR(pg_catalog.||) (lim OPERATOR(pg_catalog.-) unparked OPERATOR(pg_catalog.-) moved)::pg_catalog.int4;
+        UPDATE ck.concurrency_slots AS s SET free = (lim OPERATOR(pg_catalog.-) unparked OPERATOR(pg_catalog.-) moved)::pg_catalog.int4
+            WHERE s.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue AND s.concurrency_key OPERATOR(pg_catalog.=) k;
     END LOOP;
-    UPDATE ck.concurrency_slots AS s SET free = f.free
-        FROM ROWS FROM (pg_catalog.unnest(settled), pg_catalog.unnest(frees)) AS f(k, free)
-        WHERE s.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue AND s.concurrency_key OPERATOR(pg_catalog.=) f.k;
 END
 $$;
 COMMENT ON FUNCTION ck.set_concurrency_limit(regclass, text, integer) IS
