@@ -381,7 +381,7 @@ TimestampTz next_due(Oid queue, TimestampTz now)
     return isnull ? DT_NOEND : DatumGetTimestampTz(due);
 }
 
-// Waits up to max_wait for jobs. With the library preloaded, it sleeps on its queue's
+// Waits up to max_wait for jobs. With the shared state (shared_memory.hpp), it sleeps on its queue's
 // condition variable, which commits that make jobs ready broadcast on (prepared before each
 // look, so no commit is missed); without, it looks again after 10 ms, doubling to 200 ms.
 // Either way it also wakes when the next scheduled job or lease end comes due.
@@ -400,7 +400,7 @@ CK_FUNCTION(ck_claim_wait)
     // or a cancel).
     double wait_us = std::min(ck::interval_usecs(max_wait), 100.0 * 365 * USECS_PER_DAY);
     TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(wait_us);
-    bool on_commit = ck::queue_wakeup_active();
+    bool on_commit = ck::pg_call([] { return ck::queue_wakeup_active(); });
 
     ReturnSetInfo *out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     ck::spi_connect();

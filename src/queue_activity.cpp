@@ -1,5 +1,5 @@
-// Activity counters: an open-addressed table in shared memory, one entry per (database, queue),
-// claimed with a compare-and-swap of its key and never given back until the server restarts
+// Activity counters: an open-addressed table in the shared state (shared_memory.hpp), one entry per
+// (database, queue), claimed with a compare-and-swap of its key and never given back until the server restarts
 // (a dropped queue's entry stays, hidden; concurrency_kit.activity_queues bounds them). The
 // counters are atomics: a commit adds its counts without a lock. A transaction's counts wait
 // in the backend, by subtransaction level, until it commits; an aborted (sub)transaction's
@@ -155,15 +155,15 @@ void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
 void queue_activity_init()
 {
     // A setting fixed at server start can only be defined while the library is preloaded (a
-    // backend that loads it later would be refused, FATAL); without the preload there is
-    // nothing for it to size.
-    if (!process_shared_preload_libraries_in_progress)
-        return;
-    DefineCustomIntVariable("concurrency_kit.activity_queues",
-                            "How many queues ck.queue_activity counts for, over all databases.",
-                            "Each queue that has been used since the server started takes one entry until the next "
-                            "restart; past that, events are not counted. Needs the library in shared_preload_libraries.",
-                            &max_queues, 1024, 16, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    // backend that loads it later would be refused, FATAL); without the preload the table
+    // keeps its default size.
+    if (process_shared_preload_libraries_in_progress)
+        DefineCustomIntVariable("concurrency_kit.activity_queues",
+                                "How many queues ck.queue_activity counts for, over all databases.",
+                                "Each queue that has been used since the server started takes one entry until the "
+                                "next restart; past that, events are not counted. Only with the library in "
+                                "shared_preload_libraries; without, 1024.",
+                                &max_queues, 1024, 16, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     RegisterXactCallback(on_xact, nullptr);
     RegisterSubXactCallback(on_subxact, nullptr);
     shared_memory_request("concurrency_kit queue activity", shared_size(), reinterpret_cast<void **>(&shared),
@@ -205,10 +205,10 @@ void count_now(Oid queue, Activity what, uint64 n)
 CK_FUNCTION(ck_queue_activity)
 {
     using ck::shared;
-    if (shared == nullptr)
+    if (!ck::pg_call([] { return ck::shared_memory_attach(); }))
         throw ck::Error(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                        "ck.queue_activity needs concurrency_kit in shared_preload_libraries",
-                        "The counters live in shared memory, which only a preloaded library has.",
+                        "ck.queue_activity needs the shared state, which this server has no room for",
+                        "The counters live in shared memory; the main segment had no spare bytes left for them.",
                         "Add concurrency_kit to shared_preload_libraries and restart the server.");
     uint64 uncounted = pg_atomic_read_u64(&shared->uncounted);
     ck::pg_call([&] {

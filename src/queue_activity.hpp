@@ -1,5 +1,5 @@
-// Activity counters per queue since the server started (ck.queue_activity), in shared memory
-// when the library is preloaded. What a transaction did is counted when it commits (a
+// Activity counters per queue since the shared state appeared (ck.queue_activity): at the
+// server's start when preloaded, else at the first use of a queue (shared_memory.hpp). What a transaction did is counted when it commits (a
 // rolled-back claim claimed nothing); what a call ran into (a lost acknowledgement, a
 // refused duplicate) is counted at once, since the call's own error may roll it back.
 #pragma once
@@ -21,10 +21,11 @@ enum class Activity : int {
     Kinds
 };
 
-// Defines the GUC and, when preloading, requests the shared memory; from _PG_init.
+// Defines the GUC (when preloading) and asks for the shared memory; from _PG_init.
 void queue_activity_init();
 
-// Neither raises; both are no-ops without the shared memory.
+// Neither raises; both are no-ops in a backend not attached to the shared state (every queue
+// function attaches before it counts: queue_statement).
 void count_at_commit(Oid queue, Activity what, uint64 n = 1);
 void count_now(Oid queue, Activity what, uint64 n = 1);
 

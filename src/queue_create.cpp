@@ -159,6 +159,13 @@ CK_FUNCTION(ck_create_queue)
             5, types, values, nullptr, false, 0);
         if (rc != SPI_OK_INSERT)
             elog(ERROR, "could not register queue: %s", SPI_result_code_string(rc));
+        // A queue whose claims cannot start at a frontier walks the dead entries a held xmin
+        // horizon keeps: say so now, not when a long transaction slows every claim. (Not for
+        // this transaction's own isolation level: the workers' is what counts.)
+        ck::ClaimPath path = ck::frontier_path(relid);
+        if (strcmp(path.path, "full") == 0 && !IsolationUsesXactSnapshot())
+            ereport(NOTICE, (errmsg("claims of queue %s will read its whole claim index, dead entries included", q.c_str()),
+                             errdetail("%s.", path.reason), errhint("ck.claim_path(queue) tells which way claims go.")));
     });
     ck::spi_finish();
     PG_RETURN_OID(relid);

@@ -289,7 +289,7 @@ Datum distributed_claim_wait(FunctionCallInfo fcinfo, const Prepared &d, int32 b
                              TimestampTz deadline, ReturnSetInfo *out)
 {
     Oid queue = PG_GETARG_OID(0);
-    bool on_commit = queue_wakeup_active();
+    bool on_commit = pg_call([] { return queue_wakeup_active(); });
     long poll_ms = 10;
     for (;;) {
         pg_call([&] { queue_wait_prepare(queue); });

@@ -20,8 +20,13 @@
 // UPDATE and released, prepared transactions, triggers disabled by session_replication_role,
 // a clock stepped back) is found by the periodic full claim
 // (concurrency_kit.full_claim_interval, 10 s): one claim per interval reads the whole index
-// and, if it takes a job the frontier had passed, lowers the frontier to it. Shared memory is reset by
-// a crash restart, and a queue without a slot starts from the beginning of its index.
+// and, if it takes a job the frontier had passed, lowers the frontier to it.
+//
+// The shared state appears at the server's start when the library is preloaded, else at the first use
+// of a queue after the start (shared_memory.hpp); a crash restart makes it anew. Either way a queue
+// without a slot starts from the beginning of its index, so a frontier only ever holds what claims
+// learnt while it existed. Every backend that records attaches first (record), so no transaction
+// that makes jobs ready goes unrecorded once any claim reads a frontier.
 #include "queue_frontier.hpp"
 #include "boundary.hpp"
 #include "queue_key.hpp"
@@ -255,7 +260,9 @@ bool events_overflow = false;   // some were lost: every frontier of this databa
 
 void record(EventKind kind, Oid queue, int32 priority, FrontierKey key)
 {
-    if (shared == nullptr)
+    // Every writer records, also one whose backend has not attached yet: a claim elsewhere may
+    // already read from the frontier.
+    if (!shared_memory_attach())
         return;
     int level = GetCurrentTransactionNestLevel();
     for (int i = 0; i < nevents; i++) {
@@ -380,20 +387,14 @@ void queue_frontier_init()
     MarkGUCPrefixReserved("concurrency_kit");
     RegisterXactCallback(on_xact, nullptr);
     RegisterSubXactCallback(on_subxact, nullptr);
-    if (process_shared_preload_libraries_in_progress)
-        shared_memory_request("concurrency_kit claim frontier", sizeof(Shared), reinterpret_cast<void **>(&shared),
-                              init_shared);
-}
-
-bool queue_frontier_active()
-{
-    return shared != nullptr;
+    shared_memory_request("concurrency_kit claim frontier", sizeof(Shared), reinterpret_cast<void **>(&shared),
+                          init_shared);
 }
 
 FrontierView frontier_view(Oid queue, TimestampTz now)
 {
     FrontierView v;
-    if (shared == nullptr || full_claim_interval_ms == 0)
+    if (full_claim_interval_ms == 0 || !shared_memory_attach())
         return v;
     Slot *s = lock_slot(queue, true, now);
     s->last_used = now;
@@ -522,7 +523,7 @@ void frontier_check_claimed(Oid queue, int32 priority, FrontierKey key)
 
 void frontier_on_insert(TriggerData *trigger)
 {
-    if (shared == nullptr)
+    if (!shared_memory_attach())
         return;
     Relation rel = trigger->tg_relation;
     Oid queue = RelationGetRelid(rel);
@@ -555,7 +556,7 @@ void frontier_on_insert(TriggerData *trigger)
 
 bool frontier_read(Oid queue, FrontierView *v)
 {
-    if (shared == nullptr)
+    if (!shared_memory_attach())
         return false;
     Slot *s = lock_slot(queue, false, 0);
     if (s == nullptr)
@@ -567,6 +568,28 @@ bool frontier_read(Oid queue, FrontierView *v)
     v->epoch = s->epoch;
     SpinLockRelease(&s->mutex);
     return known;
+}
+
+ClaimPath frontier_path(Oid queue)
+{
+    if (!shared_memory_attach())
+        return {"full", "the server's shared memory had no room for concurrency_kit's shared state: preload the library"};
+    if (full_claim_interval_ms == 0)
+        return {"full", "concurrency_kit.full_claim_interval is 0: the frontier is off"};
+    if (IsolationUsesXactSnapshot())
+        return {"full", "this transaction is REPEATABLE READ or SERIALIZABLE: its claims read the whole index"};
+    Slot *s = lock_slot(queue, false, 0);
+    if (s == nullptr)
+        return {"discover", "no claim since the shared state appeared: the next claim finds the queue's priorities"};
+    TimestampTz interval = static_cast<TimestampTz>(full_claim_interval_ms) * 1000;
+    bool overflow = s->overflow_at != 0 && GetCurrentTimestamp() - s->overflow_at < interval;
+    bool known = s->known;
+    SpinLockRelease(&s->mutex);
+    if (known)
+        return {"frontier", "claims start at each priority's frontier; one per full_claim_interval reads the whole index"};
+    if (overflow)
+        return {"full", "more than 16 distinct priorities: claims read the whole index, dead entries included"};
+    return {"discover", "the frontier was reset: the next claim finds the queue's priorities"};
 }
 
 void frontier_on_abort(Oid queue, int32 priority, FrontierKey key)

@@ -1,6 +1,6 @@
 // The claim frontier: where each priority's claims start reading the claim index, so that a
 // claim's cost follows the claimable jobs and not the dead entries that a held xmin horizon
-// keeps. Shared per queue (library preloaded); see queue_frontier.cpp for why it is safe.
+// keeps. Shared per queue (shared_memory.hpp); see queue_frontier.cpp for why it is safe.
 #pragma once
 
 #include "pg.hpp"
@@ -27,7 +27,7 @@ constexpr int frontier_max_priorities = 16;
 
 // How a claim runs, decided before its snapshot is taken.
 enum class ClaimMode {
-    Full,        // the one statement over the whole index, nothing learnt (no shared memory,
+    Full,        // the one statement over the whole index, nothing learnt (no shared state,
                  // REPEATABLE READ, too many priorities, or the frontier is switched off)
     Discover,    // the queue's priorities are not known yet: find them, then as Frontier
     Frontier,    // one statement per known priority, from its frontier
@@ -46,13 +46,11 @@ struct FrontierView {
     TimestampTz bury_from = DT_NOBEGIN;   // expired leases below it were seen and not buriable
 };
 
-// Defines the GUC and, when preloading, requests the shared memory; from _PG_init.
+// Defines the GUC and asks for the shared memory; from _PG_init.
 void queue_frontier_init();
 
-// Whether the shared frontier exists (the library was preloaded).
-bool queue_frontier_active();
-
-// The rest never raise; they are no-ops without the shared memory.
+// The rest never raise but for attaching to the shared state (shared_memory_attach: call them
+// inside pg_call); they are no-ops without it.
 
 // The claim's view of queue's frontier at `now` (the claim's moment).
 FrontierView frontier_view(Oid queue, TimestampTz now);
@@ -70,6 +68,14 @@ bool frontier_discovered(Oid queue, FrontierView *view, int n, const int32 *prio
 
 // The queue's frontier as it stands, for ck.claim_frontier; false when it is not known.
 bool frontier_read(Oid queue, FrontierView *view);
+
+// Which way this backend's next claim of queue goes ("frontier", "discover" or "full") and why,
+// for ck.claim_path and ck.create_queue's notice.
+struct ClaimPath {
+    const char *path;
+    const char *reason;
+};
+ClaimPath frontier_path(Oid queue);
 
 // The periodic full claim took a job at key: if the frontier would have missed it (its
 // priority unknown, or key below the priority's frontier), the frontier is lowered to it.

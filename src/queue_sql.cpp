@@ -5,6 +5,7 @@
 #include "queue.hpp"
 #include "queue_frontier.hpp"
 #include "relation.hpp"
+#include "shared_memory.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -383,6 +384,10 @@ BlockNumber table_blocks(Oid relid)
 
 const Prepared &queue_statement(StatementKind kind, Oid relid)
 {
+    // A backend's first queue call attaches to the shared state (made now if it is the first
+    // after the server's start): its counts and claims need it from then on.
+    if (!shared_memory_tried())
+        pg_call([] { (void) shared_memory_attach(); });
     PlanKey key(kind, relid, InvalidOid, "", nullptr);
     return prepare_once(key, [&] {
         TableRef table = pg_call([&] { return table_ref(relid); });

@@ -1,5 +1,6 @@
 // ck.queue_stats: counts for dashboards, from index ranges that stay small (see the Stats
-// statement in queue_sql.cpp for what is exact and what is estimated); ck.claim_frontier.
+// statement in queue_sql.cpp for what is exact and what is estimated); ck.claim_frontier and
+// ck.claim_path.
 #include "args.hpp"
 #include "queue.hpp"
 #include "queue_distributed.hpp"
@@ -62,8 +63,8 @@ CK_FUNCTION(ck_queue_stats)
 }
 
 // ck.claim_frontier(queue): where each known priority's claims start reading the claim index
-// (run_at NULL: at its beginning; id NULL: at the first job of that run_at). No rows while the frontier is not known: the
-// library is not preloaded, nothing was claimed since the server started, it was reset, or
+// (run_at NULL: at its beginning; id NULL: at the first job of that run_at). No rows while the frontier is not known
+// (ck.claim_path says why): nothing was claimed since the shared state appeared, it was reset, or
 // the queue has more priorities than it keeps (see queue_frontier.cpp).
 CK_FUNCTION(ck_claim_frontier)
 {
@@ -91,4 +92,34 @@ CK_FUNCTION(ck_claim_frontier)
         }
     });
     return (Datum) 0;
+}
+
+// ck.claim_path(queue): which way this session's next claim of queue goes, and why: 'frontier'
+// (from each priority's frontier: the claim's cost follows the claimable jobs), 'discover' (the
+// next claim finds the priorities, then goes from the frontier) or 'full' (the whole claim
+// index, dead entries included); 'distributed' for a Citus queue (claimed on its workers).
+CK_FUNCTION(ck_claim_path)
+{
+    ck::require_arg(fcinfo, 0, "queue");
+    Oid queue = PG_GETARG_OID(0);
+    ck::pg_call([&] {
+        AclResult acl = pg_class_aclcheck(queue, GetUserId(), ACL_SELECT);
+        if (acl != ACLCHECK_OK)
+            aclcheck_error(acl, OBJECT_TABLE, get_rel_name(queue));
+    });
+    ck::spi_connect();
+    ck::ClaimPath path{"distributed", "a Citus queue: each claim runs on the workers that hold its shards"};
+    if (ck::queue_distribution(queue) == nullptr) {
+        (void) ck::queue_statement(ck::StatementKind::Priorities, queue);   // raises unless a queue
+        path = ck::pg_call([&] { return ck::frontier_path(queue); });
+    }
+    ck::spi_finish();
+    return ck::pg_call([&] {
+        TupleDesc desc;
+        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+            elog(ERROR, "return type must be a row type");
+        Datum values[2] = {CStringGetTextDatum(path.path), CStringGetTextDatum(path.reason)};
+        bool nulls[2] = {false, false};
+        return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+    });
 }

@@ -95,19 +95,19 @@ void init_slots(void *memory)
 void queue_wakeup_init()
 {
     RegisterXactCallback(on_xact, nullptr);
-    if (process_shared_preload_libraries_in_progress)
-        shared_memory_request("concurrency_kit claim_wait slots", sizeof(Slots), reinterpret_cast<void **>(&slots),
-                              init_slots);
+    shared_memory_request("concurrency_kit claim_wait slots", sizeof(Slots), reinterpret_cast<void **>(&slots),
+                          init_slots);
 }
 
 bool queue_wakeup_active()
 {
-    return slots != nullptr;
+    return shared_memory_attach();
 }
 
 void queue_mark_ready(Oid queue)
 {
-    if (slots == nullptr || wake_all)
+    // Attached even for the first job: a waiter elsewhere may sleep on this queue's slot.
+    if (wake_all || !shared_memory_attach())
         return;
     uint32 slot = slot_of(queue);
     for (int i = 0; i < nmarked; i++)
@@ -121,7 +121,7 @@ void queue_mark_ready(Oid queue)
 
 void queue_wait_prepare(Oid queue)
 {
-    if (slots == nullptr)
+    if (!shared_memory_attach())
         return;
     prepared = &slots->cv[slot_of(queue)];
     ConditionVariablePrepareToSleep(prepared);
@@ -181,6 +181,5 @@ CK_FUNCTION(ck_queue_ready)
 // ck.claim_wait_mode(): 'commit' when waiters wake on commit, 'poll' otherwise.
 CK_FUNCTION(ck_claim_wait_mode)
 {
-    const char *mode = ck::queue_wakeup_active() ? "commit" : "poll";
-    return ck::pg_call([&] { return PointerGetDatum(cstring_to_text(mode)); });
+    return ck::pg_call([&] { return PointerGetDatum(cstring_to_text(ck::queue_wakeup_active() ? "commit" : "poll")); });
 }

@@ -1,5 +1,5 @@
-// Wake-up on commit for ck.claim_wait. With the library in shared_preload_libraries, a
-// small shared array of condition variables addressed by (database, queue): a transaction
+// Wake-up on commit for ck.claim_wait. In the shared state (shared_memory.hpp), a
+// small array of condition variables addressed by (database, queue): a transaction
 // that made jobs of a queue ready broadcasts on that queue's slot once its commit is
 // visible; an abort broadcasts nothing. Slots are hashed, so a waiter may wake for another
 // queue's commit (it looks, finds nothing, sleeps again); it cannot miss one, since it
@@ -10,14 +10,14 @@
 
 namespace ck {
 
-// Requests the shared memory when the library is being preloaded; called from _PG_init.
+// Asks for the shared memory; called from _PG_init.
 void queue_wakeup_init();
 
-// True when the shared slots exist (the library was preloaded).
+// True when the shared slots exist (attaching to them first; inside pg_call).
 bool queue_wakeup_active();
 
 // This transaction made jobs of queue ready (or scheduled them): wake its waiters at commit.
-// A no-op without the shared slots. Raises like pg_call's callees: call it inside pg_call.
+// Attaches first; a no-op without the shared slots. Raises like pg_call's callees: call it inside pg_call.
 void queue_mark_ready(Oid queue);
 
 // The waiter's side, all inside pg_call: prepare before looking for jobs, then sleep up to

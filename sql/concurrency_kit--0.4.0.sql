@@ -1,4 +1,4 @@
--- concurrency_kit 0.3.3: install script. Every function runs as the caller (SECURITY
+-- concurrency_kit 0.4.0: install script. Every function runs as the caller (SECURITY
 -- INVOKER); tables are regclass, columns name. No function carries a SET clause: everything
 -- the extension runs is immune to the caller's search_path by construction (relations
 -- printed from their OIDs, operators written OPERATOR(pg_catalog.op) or the type's own
@@ -142,7 +142,7 @@ RETURNS text
 LANGUAGE c STABLE PARALLEL SAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_claim_wait_mode';
 COMMENT ON FUNCTION ck.claim_wait_mode() IS
-'how ck.claim_wait learns of new jobs: commit (woken by the committing transaction; the library is in shared_preload_libraries) or poll (looks again every 10 to 200 ms)';
+'how ck.claim_wait learns of new jobs: commit (woken by the committing transaction) or poll (looks again every 10 to 200 ms; only on a server without room for the shared state)';
 
 -- Resolves an unqualified queue name with the caller's search_path, as CREATE TABLE does;
 -- every name in the DDL it runs is schema-qualified.
@@ -304,7 +304,14 @@ RETURNS TABLE (priority integer, run_at timestamptz, id bigint)
 LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER ROWS 4
 AS 'MODULE_PATHNAME', 'ck_claim_frontier';
 COMMENT ON FUNCTION ck.claim_frontier(regclass) IS
-'where claims of each priority start reading the claim index, (run_at, id) on (NULL run_at: at its beginning; NULL id: from the first job of run_at); no rows while the frontier is not known (library not preloaded, no claim yet, reset, more than 16 priorities)';
+'where claims of each priority start reading the claim index, (run_at, id) on (NULL run_at: at its beginning; NULL id: from the first job of run_at); no rows while the frontier is not known (no claim yet, reset, more than 16 priorities: ck.claim_path says why)';
+
+CREATE FUNCTION ck.claim_path(queue regclass, OUT path text, OUT reason text)
+RETURNS record
+LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_claim_path';
+COMMENT ON FUNCTION ck.claim_path(regclass) IS
+'which way this session''s next claim of the queue goes, and why: frontier (from each priority''s frontier: the cost follows the claimable jobs), discover (the next claim finds the priorities, then as frontier), full (the whole claim index, dead entries included) or distributed (a Citus queue)';
 
 CREATE FUNCTION ck.queue_activity()
 RETURNS TABLE (queue regclass, enqueued bigint, claimed bigint, completed bigint, failed bigint, retried bigint,
@@ -312,7 +319,7 @@ RETURNS TABLE (queue regclass, enqueued bigint, claimed bigint, completed bigint
 LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER ROWS 10
 AS 'MODULE_PATHNAME', 'ck_queue_activity';
 COMMENT ON FUNCTION ck.queue_activity() IS
-'counters per queue of this database since the server started (or since the queue was first used): jobs enqueued, claimed, completed, failed (of which retried and buried), cancelled, counted when their transaction commits; acknowledgements that found the lease lost and duplicate unique keys refused, counted at once; needs the library preloaded';
+'counters per queue of this database since the shared state appeared (the server''s start when the library is preloaded, else the first use of a queue after it) or since the queue was first used: jobs enqueued, claimed, completed, failed (of which retried and buried), cancelled, counted when their transaction commits; acknowledgements that found the lease lost and duplicate unique keys refused, counted at once';
 
 ------------------------------------------------------------------------------------------
 -- Advisory locks keyed by (int4, int4), never hashed
