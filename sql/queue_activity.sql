@@ -1,5 +1,5 @@
--- ck.queue_activity: counters per queue since the server started (the suite runs with the
--- library preloaded). What a transaction did counts when it commits; a lost acknowledgement
+-- ck.queue_activity: counters per queue since the shared state appeared (make test runs the suite
+-- with the library preloaded and without). What a transaction did counts when it commits; a lost acknowledgement
 -- and a refused duplicate count at once, whatever happens to their transaction.
 SELECT ck.create_queue('act') IS NOT NULL AS created, ck.create_queue('act_once', max_attempts => 1) IS NOT NULL AS created;
 CREATE FUNCTION pg_temp.activity(q regclass) RETURNS TABLE (enqueued bigint, claimed bigint, completed bigint,

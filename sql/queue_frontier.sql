@@ -1,15 +1,18 @@
--- The claim frontier (the suite runs with the library preloaded): where each priority's
--- claims start, the order they keep, what makes the frontier start over, and the periodic full
--- claim that finds what no trigger saw. The concurrent cases are test/specs/queue_frontier.spec.
+-- The claim frontier (make test runs the suite with the library preloaded and without): where each
+-- priority's claims start, the order they keep, what makes the frontier start over, and the periodic full
+-- claim that finds what no trigger saw; ck.claim_path, which says which way claims go. The concurrent cases
+-- are test/specs/queue_frontier.spec.
 SET concurrency_kit.full_claim_interval = '1h';
 SELECT ck.create_queue('fq') IS NOT NULL AS created;
 SELECT count(*) AS known_before_any_claim FROM ck.claim_frontier('fq');
+SELECT * FROM ck.claim_path('fq');
 INSERT INTO fq (id, priority, run_at) VALUES (1, 0, now() - interval '3 minutes'), (2, 0, now() - interval '2 minutes'),
     (3, 1, now() - interval '1 minute'), (4, 0, now() + interval '1 hour'), (5, -1, now() - interval '1 second');
 
 -- Claims go by priority, then run_at, then id, across priorities as within one.
 SELECT id FROM ck.claim('fq', 1);
 SELECT priority, run_at IS NULL AS at_start, id FROM ck.claim_frontier('fq') ORDER BY priority;
+SELECT * FROM ck.claim_path('fq');
 SELECT array_agg(id) AS next_three FROM ck.claim('fq', 3);
 -- Priority -1 and 0 came back short: their frontier is the claim's moment (any id); 1 is at job 3.
 SELECT priority, run_at > now() - interval '1 second' AS at_moment, id FROM ck.claim_frontier('fq') ORDER BY priority;
@@ -26,6 +29,7 @@ CREATE TEMP TABLE before_rr AS SELECT * FROM ck.claim_frontier('fq');
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT id FROM ck.claim('fq', 5);
 SELECT count(*) AS frontier_unchanged FROM ck.claim_frontier('fq') NATURAL JOIN before_rr;
+SELECT * FROM ck.claim_path('fq');
 COMMIT;
 
 -- A plain UPDATE of jobs (here: job 4 made due, below every frontier) forgets the frontier when
@@ -35,6 +39,7 @@ UPDATE fq SET run_at = now() - interval '1 day' WHERE id = 4;
 SELECT count(*) AS known_in_the_transaction FROM ck.claim_frontier('fq');
 COMMIT;
 SELECT count(*) AS known_after_commit FROM ck.claim_frontier('fq');
+SELECT * FROM ck.claim_path('fq');
 SELECT id FROM ck.claim('fq', 5);
 SELECT priority FROM ck.claim_frontier('fq') ORDER BY priority;
 -- So does a rolled-back one (the rows it locked were passed by other claims meanwhile).
@@ -81,12 +86,17 @@ INSERT INTO fq (priority) SELECT 20 - g FROM generate_series(1, 17) AS g;
 SELECT array_agg(p.priority ORDER BY c.n) AS priorities_in_claim_order
 FROM ck.claim('fq', 4) WITH ORDINALITY AS c (id, lease_token, attempt, payload, lease_until, n) JOIN fq AS p ON p.id = c.id;
 SELECT count(*) AS known_with_17_priorities FROM ck.claim_frontier('fq');
+SELECT * FROM ck.claim_path('fq');
 
 -- full_claim_interval = 0 turns the frontier off for the session's claims.
 TRUNCATE fq;
 SET concurrency_kit.full_claim_interval = 0;
 INSERT INTO fq DEFAULT VALUES;
 SELECT count(*) AS claimed FROM ck.claim('fq');
+SELECT * FROM ck.claim_path('fq');
+-- A queue made then says so: its claims would walk the dead entries a held horizon keeps.
+SELECT ck.create_queue('fq_full') IS NOT NULL AS created;
+SELECT ck.drop_queue('fq_full');
 RESET concurrency_kit.full_claim_interval;
 SELECT setting, unit FROM pg_settings WHERE name = 'concurrency_kit.full_claim_interval';
 SELECT split_part(test.outcome($$SET concurrency_kit.full_claim_interval = -1$$), ':', 1) AS out_of_range;
@@ -94,12 +104,15 @@ SELECT test.outcome($$SET concurrency_kit.no_such_setting = 1$$);
 
 -- Errors.
 SELECT test.outcome($$SELECT * FROM ck.claim_frontier(NULL)$$);
+SELECT test.outcome($$SELECT * FROM ck.claim_path(NULL)$$);
 CREATE TABLE frontier_plain (id int);
 SELECT test.outcome($$SELECT * FROM ck.claim_frontier('frontier_plain')$$);
+SELECT test.outcome($$SELECT * FROM ck.claim_path('frontier_plain')$$);
 CREATE ROLE frontier_reader;
 GRANT USAGE ON SCHEMA test TO frontier_reader;
 SET ROLE frontier_reader;
 SELECT test.outcome($$SELECT * FROM ck.claim_frontier('fq')$$);
+SELECT test.outcome($$SELECT * FROM ck.claim_path('fq')$$);
 RESET ROLE;
 REVOKE USAGE ON SCHEMA test FROM frontier_reader;
 DROP ROLE frontier_reader;

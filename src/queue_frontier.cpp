@@ -580,7 +580,7 @@ ClaimPath frontier_path(Oid queue)
         return {"full", "this transaction is REPEATABLE READ or SERIALIZABLE: its claims read the whole index"};
     Slot *s = lock_slot(queue, false, 0);
     if (s == nullptr)
-        return {"discover", "no claim since the shared state appeared: the next claim finds the queue's priorities"};
+        return {"discover", "no claim of the queue since the shared state appeared: the next claim finds its priorities"};
     TimestampTz interval = static_cast<TimestampTz>(full_claim_interval_ms) * 1000;
     bool overflow = s->overflow_at != 0 && GetCurrentTimestamp() - s->overflow_at < interval;
     bool known = s->known;
