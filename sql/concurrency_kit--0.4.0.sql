@@ -304,7 +304,7 @@ RETURNS TABLE (priority integer, run_at timestamptz, id bigint)
 LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER ROWS 4
 AS 'MODULE_PATHNAME', 'ck_claim_frontier';
 COMMENT ON FUNCTION ck.claim_frontier(regclass) IS
-'where claims of each priority start reading the claim index, (run_at, id) on (NULL run_at: at its beginning; NULL id: from the first job of run_at); no rows while the frontier is not known (no claim yet, reset, more than 16 priorities: ck.claim_path says why)';
+'where claims of each priority start reading the claim index, (run_at, id) on (NULL run_at: at its beginning; NULL id: from the first job of run_at); no rows while the frontier is not known (no claim yet, reset, more than 64 priorities: ck.claim_path says why)';
 
 CREATE FUNCTION ck.claim_path(queue regclass, OUT path text, OUT reason text)
 RETURNS record

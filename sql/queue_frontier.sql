@@ -80,12 +80,23 @@ SELECT id AS found_by_the_full_claim FROM ck.claim('fq');
 SELECT run_at < now() - interval '23 hours' AS lowered_to_the_job FROM ck.claim_frontier('fq') WHERE priority = 0;
 SET concurrency_kit.full_claim_interval = '1h';
 
--- More priorities than the frontier keeps (16): every claim reads the whole index, in order.
+-- As many priorities as the frontier keeps (64): one statement reads them in order, each from its
+-- frontier; the batch fills across priorities, and those it left behind empty advance to the moment.
 TRUNCATE fq;
-INSERT INTO fq (priority) SELECT 20 - g FROM generate_series(1, 17) AS g;
+INSERT INTO fq (priority) SELECT 100 - g FROM generate_series(1, 64) AS g;
 SELECT array_agg(p.priority ORDER BY c.n) AS priorities_in_claim_order
 FROM ck.claim('fq', 4) WITH ORDINALITY AS c (id, lease_token, attempt, payload, lease_until, n) JOIN fq AS p ON p.id = c.id;
-SELECT count(*) AS known_with_17_priorities FROM ck.claim_frontier('fq');
+SELECT count(*) AS known_with_64_priorities, count(*) FILTER (WHERE run_at IS NOT NULL AND id IS NULL) AS left_empty,
+       count(*) FILTER (WHERE id IS NOT NULL) AS at_a_job FROM ck.claim_frontier('fq');
+SELECT * FROM ck.claim_path('fq');
+SELECT array_agg(p.priority ORDER BY c.n) AS next_in_claim_order
+FROM ck.claim('fq', 3) WITH ORDINALITY AS c (id, lease_token, attempt, payload, lease_until, n) JOIN fq AS p ON p.id = c.id;
+-- One more than it keeps: every claim reads the whole index, in order.
+TRUNCATE fq;
+INSERT INTO fq (priority) SELECT 100 - g FROM generate_series(1, 65) AS g;
+SELECT array_agg(p.priority ORDER BY c.n) AS priorities_in_claim_order
+FROM ck.claim('fq', 4) WITH ORDINALITY AS c (id, lease_token, attempt, payload, lease_until, n) JOIN fq AS p ON p.id = c.id;
+SELECT count(*) AS known_with_65_priorities FROM ck.claim_frontier('fq');
 SELECT * FROM ck.claim_path('fq');
 
 -- full_claim_interval = 0 turns the frontier off for the session's claims.

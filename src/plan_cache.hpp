@@ -46,7 +46,7 @@ enum class StatementKind : uint8_t {
     DepRelease,      // dependants counted down (ready at zero when they have no concurrency key)
     DepBury,         // dependants -> dead letters, with the reason
     Claim,           // the whole claim index in order
-    ClaimFrom,       // one priority, from its frontier
+    ClaimFrom,       // the known priorities in order, each from its frontier
     Priorities,      // a queue's distinct priorities (a loose scan)
     Bury,            // expired jobs on their last attempt -> dead letters
     Complete,

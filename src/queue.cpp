@@ -119,17 +119,26 @@ uint64 execute_in_index_order(Oid queue, const Prepared &p, Datum *values, ck::S
                                : ck::execute_plan(p.plan, values, nullptr, snap);
 }
 
+// How far a ClaimFrom got in each priority of its view (by position in it): the last position
+// any claimed row came from, and per position the greatest old key of the rows the scan found
+// where its snapshot saw them (a row updated since by a transaction that committed later, its
+// xmin not visible to the snapshot, comes back as that newer version, whose key may lie beyond
+// where the scan stood, so it says nothing of how far the scan got).
+struct Reached {
+    int last_position = -1;
+    FrontierKey last[ck::frontier_max_priorities];
+};
+
 // The claimed rows of the last execution (id, lease_token, attempt, payload, lease_until, old
 // priority, old run_at, old xmin) go to the result; each is ready again at its old key if this
 // transaction aborts, and at its lease end once it commits (if the lease has run out by
-// then). Returns the greatest old key (in the one priority of a ClaimFrom) of the rows the
-// scan found where snapshot saw them: a row updated since by a transaction that committed
-// later (its xmin not visible to snapshot) comes back as that newer version, whose key may
-// lie beyond where the scan stood, so it says nothing of how far the scan got.
-FrontierKey take_claimed(Oid queue, ReturnSetInfo *out, ck::ClaimMode mode, Snapshot snapshot)
+// then). Returns how far the scan got in each priority of view (ClaimFrom).
+Reached take_claimed(Oid queue, ReturnSetInfo *out, const FrontierView &view, Snapshot snapshot)
 {
     return ck::pg_call([&] {
-        FrontierKey last{DT_NOBEGIN, PG_INT64_MIN};
+        Reached reached;
+        for (int i = 0; i < view.npriorities; i++)
+            reached.last[i] = FrontierKey{DT_NOBEGIN, PG_INT64_MIN};
         check_key_columns(6, 1);   // also when nothing was claimed: the same error every time
         // The rows go out in claim order: priority, then the key they were claimed at.
         uint64 *order = static_cast<uint64 *>(palloc(sizeof(uint64) * (SPI_processed + 1)));
@@ -151,13 +160,19 @@ FrontierKey take_claimed(Oid queue, ReturnSetInfo *out, ck::ClaimMode mode, Snap
             TimestampTz until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 5, &isnull));
             ck::frontier_on_abort(queue, was.priority, was.key);
             ck::frontier_on_commit_lease(queue, was.priority, FrontierKey{until, was.key.id});
-            if (mode == ck::ClaimMode::Check)
+            if (view.mode == ck::ClaimMode::Check)
                 ck::frontier_check_claimed(queue, was.priority, was.key);
-            if (where_seen && key_less(last, was.key))
-                last = was.key;
+            int at = 0;
+            while (at < view.npriorities && view.priority[at] != was.priority)
+                at++;
+            if (at == view.npriorities)
+                continue;   // not from a ClaimFrom
+            reached.last_position = std::max(reached.last_position, at);
+            if (where_seen && key_less(reached.last[at], was.key))
+                reached.last[at] = was.key;
         }
         SPI_freetuptable(SPI_tuptable);   // copied: a claim_wait looks many times in one call
-        return last;
+        return reached;
     });
 }
 
@@ -230,26 +245,44 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
 
     uint64 n = 0;
     const Prepared *used = &claim;
-    if (view.mode == ck::ClaimMode::Frontier) {
+    if (view.mode == ck::ClaimMode::Frontier && view.npriorities > 0) {
+        // Every known priority in one statement, each from its frontier, in priority order.
         const Prepared &from = ck::queue_statement(StatementKind::ClaimFrom, queue);
         used = &from;
-        for (int i = 0; i < view.npriorities && n < static_cast<uint64>(batch); i++) {
-            int32 want = batch - static_cast<int32>(n);
-            Datum values[7] = {Int32GetDatum(want), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
-                               TimestampTzGetDatum(moment), Int32GetDatum(view.priority[i]),
-                               TimestampTzGetDatum(view.start[i].run_at), Int64GetDatum(view.start[i].id)};
-            uint64 got = execute_in_index_order(queue, from, values, snap, snapshot);
-            FrontierKey last = take_claimed(queue, out, view.mode, snapshot);
-            // Came back short: nothing claimable is left up to the moment.
-            FrontierKey to = got < static_cast<uint64>(want) ? FrontierKey{moment, PG_INT64_MIN} : last;
-            ck::pg_call([&] { ck::frontier_advance(queue, view, view.priority[i], to); });
-            n += got;
-        }
-    } else {
+        Datum values[7] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
+                           TimestampTzGetDatum(moment)};
+        ck::pg_call([&] {
+            int k = view.npriorities;
+            Datum *p = static_cast<Datum *>(palloc(sizeof(Datum) * k));
+            Datum *r = static_cast<Datum *>(palloc(sizeof(Datum) * k));
+            Datum *i = static_cast<Datum *>(palloc(sizeof(Datum) * k));
+            for (int j = 0; j < k; j++) {
+                p[j] = Int32GetDatum(view.priority[j]);
+                r[j] = TimestampTzGetDatum(view.start[j].run_at);
+                i[j] = Int64GetDatum(view.start[j].id);
+            }
+            values[4] = PointerGetDatum(construct_array(p, k, INT4OID, sizeof(int32), true, TYPALIGN_INT));
+            values[5] = PointerGetDatum(construct_array(r, k, TIMESTAMPTZOID, sizeof(TimestampTz), true, TYPALIGN_DOUBLE));
+            values[6] = PointerGetDatum(construct_array(i, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
+        });
+        n = execute_in_index_order(queue, from, values, snap, snapshot);
+        Reached reached = take_claimed(queue, out, view, snapshot);
+        // The scan read the priorities in order: each one it left before the batch was full came
+        // back short (nothing claimable is left in it up to the moment); the one it stopped in
+        // got as far as its last claimed job; those after it were not read. A short batch read
+        // them all.
+        bool all_short = n < static_cast<uint64>(batch);
+        ck::pg_call([&] {
+            for (int j = 0; j < view.npriorities && (all_short || j <= reached.last_position); j++) {
+                bool left = all_short || j < reached.last_position;
+                ck::frontier_advance(queue, view, view.priority[j], left ? FrontierKey{moment, PG_INT64_MIN} : reached.last[j]);
+            }
+        });
+    } else if (view.mode != ck::ClaimMode::Frontier) {
         Datum values[4] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
                            TimestampTzGetDatum(moment)};
         n = execute_in_index_order(queue, claim, values, snap, snapshot);
-        take_claimed(queue, out, view.mode, snapshot);
+        take_claimed(queue, out, view, snapshot);
     }
     // Also every 64th claim: in a queue that never runs short they would wait forever.
     if (n < static_cast<uint64>(batch) || ++claims_since_burial >= 64) {

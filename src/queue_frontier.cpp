@@ -253,7 +253,9 @@ struct Event {
     int32 priority;
     FrontierKey key;
 };
-constexpr int max_events = 32;
+// Room for a claim that takes jobs of every priority the frontier keeps: two events each (the
+// abort and the lease end), and as many for the inserts and retries of the same transaction.
+constexpr int max_events = 4 * frontier_max_priorities;
 Event events[max_events];
 int nevents = 0;
 bool events_overflow = false;   // some were lost: every frontier of this database is forgotten
@@ -588,7 +590,7 @@ ClaimPath frontier_path(Oid queue)
     if (known)
         return {"frontier", "claims start at each priority's frontier; one per full_claim_interval reads the whole index"};
     if (overflow)
-        return {"full", "more than 16 distinct priorities: claims read the whole index, dead entries included"};
+        return {"full", "more than 64 distinct priorities: claims read the whole index, dead entries included"};
     return {"discover", "the frontier was reset: the next claim finds the queue's priorities"};
 }
 

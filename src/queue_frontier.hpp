@@ -23,7 +23,9 @@ inline bool key_less(const FrontierKey &a, const FrontierKey &b)
     return a.run_at < b.run_at || (a.run_at == b.run_at && a.id < b.id);
 }
 
-constexpr int frontier_max_priorities = 16;
+// A priority the frontier knows costs a claim one index descent while it has no ready job
+// (ClaimFrom reads them in one statement): past this many, claims read the whole index.
+constexpr int frontier_max_priorities = 64;
 
 // How a claim runs, decided before its snapshot is taken.
 enum class ClaimMode {

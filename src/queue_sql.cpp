@@ -248,9 +248,11 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         // lease them. run_at becomes the lease end, so an expired lease is ready again. Each
         // row also returns the key it was claimed at (its old priority and run_at) and the
         // xmin of that version, which the frontier needs (queue.cpp, take_claimed). ClaimFrom
-        // reads one priority from its frontier ($5, $6, $7): with the priority fixed,
-        // run_at <= $4 ends the scan, and the row comparison starts it at (run_at, id) itself
-        // (not at the first of many jobs enqueued with one run_at). The picked rows are a
+        // reads the known priorities in order ($5), each from its frontier ($6, $7), in one
+        // statement: a nested loop over the arrays, each priority one index descent, which
+        // stops once the batch is full. With the priority fixed, run_at <= $4 ends a priority's
+        // scan, and the row comparison starts it at (run_at, id) itself (not at the first of
+        // many jobs enqueued with one run_at). The picked rows are a
         // MATERIALIZED CTE, run once, and the update finds them by id in a nested loop: as a
         // subquery, a plan made after an ANALYZE of a bloated queue put the pick on the inner
         // side of a nested loop and ran it again for every row of the table. The join is
@@ -260,15 +262,18 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         // and with the indexes queue_plan.cpp leaves it, the one plan not disabled looks each
         // row up by primary key. (The caller puts the rows in claim order: an ORDER BY here
         // would be planned as a disabled sort.)
-        std::string where = kind == StatementKind::Claim
-            ? std::string("run_at" CK_OP("<=") "$4")
-            : "priority" EQ "$5 AND (run_at, id)" CK_OP(">=") "($6, $7) AND run_at" CK_OP("<=") "$4";
-        Statement st{"WITH c AS MATERIALIZED (SELECT id, priority, run_at, xmin FROM " + q + " WHERE " + where +
-                     " AND attempts" CK_OP("<") "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) "
+        std::string pick = kind == StatementKind::Claim
+            ? "SELECT id, priority, run_at, xmin FROM " + q + " WHERE run_at" CK_OP("<=") "$4 AND attempts" CK_OP("<")
+              "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
+            : "SELECT x.id, x.priority, x.run_at, x.xmin FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6), "
+              "pg_catalog.unnest($7)) AS f (p, r, i) CROSS JOIN LATERAL (SELECT id, priority, run_at, xmin FROM " + q +
+              " WHERE priority" EQ "f.p AND (run_at, id)" CK_OP(">=") "(f.r, f.i) AND run_at" CK_OP("<=") "$4 AND attempts"
+              CK_OP("<") "$3 ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS x LIMIT $1";
+        Statement st{"WITH c AS MATERIALIZED (" + pick + ") "
                      "UPDATE " + q + " AS j SET lease_token = pg_catalog.nextval('ck.lease_tokens'::pg_catalog.regclass), "
                      "run_at = $4" CK_OP("+") "$2, attempts = j.attempts" CK_OP("+") "1 FROM c WHERE j.id" EQ "ANY (ARRAY[c.id]) "
                      "RETURNING j.id, j.lease_token, j.attempts, j.payload, j.run_at, c.priority, c.run_at, c.xmin",
-                     {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, INT8OID},
+                     {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID},
                      kind == StatementKind::Claim ? 4 : 7, generic_fast};
         return st;
     }
