@@ -152,6 +152,7 @@ Reached take_claimed(Oid queue, ReturnSetInfo *out, const FrontierView &view, Sn
                                                         : key_less(keys[a].key, keys[b].key);
         });
         ck::append_result_rows(out, 5, order);
+        pfree(order);
         for (uint64 i = 0; i < SPI_processed; i++) {
             JobKey was = keys[i];
             bool isnull;
@@ -171,6 +172,7 @@ Reached take_claimed(Oid queue, ReturnSetInfo *out, const FrontierView &view, Sn
             if (where_seen && key_less(reached.last[at], was.key))
                 reached.last[at] = was.key;
         }
+        pfree(keys);
         SPI_freetuptable(SPI_tuptable);   // copied: a claim_wait looks many times in one call
         return reached;
     });
@@ -264,8 +266,16 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
             values[4] = PointerGetDatum(construct_array(p, k, INT4OID, sizeof(int32), true, TYPALIGN_INT));
             values[5] = PointerGetDatum(construct_array(r, k, TIMESTAMPTZOID, sizeof(TimestampTz), true, TYPALIGN_DOUBLE));
             values[6] = PointerGetDatum(construct_array(i, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
+            pfree(p);
+            pfree(r);
+            pfree(i);
         });
         n = execute_in_index_order(queue, from, values, snap, snapshot);
+        // A claim_wait looks many times in one call: nothing of a look is kept.
+        ck::pg_call([&] {
+            for (int j = 4; j < 7; j++)
+                pfree(DatumGetPointer(values[j]));
+        });
         Reached reached = take_claimed(queue, out, view, snapshot);
         // The scan read the priorities in order: each one it left before the batch was full came
         // back short (nothing claimable is left in it up to the moment); the one it stopped in
