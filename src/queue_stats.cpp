@@ -34,6 +34,19 @@ int64 estimated_rows(Oid queue, bool *known)
     });
 }
 
+// The queue argument of a function that reads its frontier: not NULL, readable by the caller.
+Oid readable_queue(FunctionCallInfo fcinfo)
+{
+    ck::require_arg(fcinfo, 0, "queue");
+    Oid queue = PG_GETARG_OID(0);
+    ck::pg_call([&] {
+        AclResult acl = pg_class_aclcheck(queue, GetUserId(), ACL_SELECT);
+        if (acl != ACLCHECK_OK)
+            aclcheck_error(acl, OBJECT_TABLE, get_rel_name(queue));
+    });
+    return queue;
+}
+
 } // namespace
 
 CK_FUNCTION(ck_queue_stats)
@@ -68,13 +81,7 @@ CK_FUNCTION(ck_queue_stats)
 // the queue has more priorities than it keeps (see queue_frontier.cpp).
 CK_FUNCTION(ck_claim_frontier)
 {
-    ck::require_arg(fcinfo, 0, "queue");
-    Oid queue = PG_GETARG_OID(0);
-    ck::pg_call([&] {
-        AclResult acl = pg_class_aclcheck(queue, GetUserId(), ACL_SELECT);
-        if (acl != ACLCHECK_OK)
-            aclcheck_error(acl, OBJECT_TABLE, get_rel_name(queue));
-    });
+    Oid queue = readable_queue(fcinfo);
     ck::spi_connect();
     (void) ck::queue_statement(ck::StatementKind::Priorities, queue);   // raises unless a queue
     ck::spi_finish();
@@ -100,13 +107,7 @@ CK_FUNCTION(ck_claim_frontier)
 // index, dead entries included); 'distributed' for a Citus queue (claimed on its workers).
 CK_FUNCTION(ck_claim_path)
 {
-    ck::require_arg(fcinfo, 0, "queue");
-    Oid queue = PG_GETARG_OID(0);
-    ck::pg_call([&] {
-        AclResult acl = pg_class_aclcheck(queue, GetUserId(), ACL_SELECT);
-        if (acl != ACLCHECK_OK)
-            aclcheck_error(acl, OBJECT_TABLE, get_rel_name(queue));
-    });
+    Oid queue = readable_queue(fcinfo);
     ck::spi_connect();
     ck::ClaimPath path{"distributed", "a Citus queue: each claim runs on the workers that hold its shards"};
     if (ck::queue_distribution(queue) == nullptr) {
