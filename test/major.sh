@@ -162,4 +162,9 @@ exec unshare --mount --propagation private bash -c '
     NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     CI="${CI:-}" CK_PG="$major" CK_PORT="${CK_PORT:-$port}" CK_IN_ROOT=1 CK_BENCH_ONLY="${CK_BENCH_ONLY:-}" \
     CK_BENCH_SECONDS="${CK_BENCH_SECONDS:-}" CK_CITUS_SOURCE="$citus_source" \
+    CK_BENCH_SYNC="${CK_BENCH_SYNC:-}" CK_BENCH_PRELOAD="${CK_BENCH_PRELOAD:-}" CK_HORIZON_PRELOAD="${CK_HORIZON_PRELOAD:-}" \
+    CK_HORIZON_SYSTEMS="${CK_HORIZON_SYSTEMS:-}" CK_HORIZON_VARIANTS="${CK_HORIZON_VARIANTS:-}" \
+    CK_HORIZON_CLEAN="${CK_HORIZON_CLEAN:-}" CK_HORIZON_PIN="${CK_HORIZON_PIN:-}" \
+    CK_HORIZON_RECOVER="${CK_HORIZON_RECOVER:-}" CK_HORIZON_RATE="${CK_HORIZON_RATE:-}" \
+    CK_COMMIT="$(bash "$here/bench/built.sh")" \
     bash -c 'cd /work/concurrency_kit && exec bash test/run.sh "$1"' run "$mode"

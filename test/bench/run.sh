@@ -8,7 +8,21 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PGDATABASE=ck_bench PGOPTIONS='-c client_min_messages=warning'
 seconds=${CK_BENCH_SECONDS:-10}
 backlog=$((seconds * 20000))    # jobs in each queue before a queue run: more than any run can drain
-results=${CK_BENCH_RESULTS:-$here/results.md}   # another file for a run of some sections only
+# CK_BENCH_PRELOAD: the configuration of the library, "on" (the default: in shared_preload_libraries) or "off"
+# (installed and created only: the cluster restarted without it, test/cluster.sh preload off), in which every section
+# runs; "on off" or "off on": the sections in the first, but "Queue: throughput in separate runs" measures each cell
+# in both, one after the other, so that their ratio comes from the same run ("Queue: waking a waiting worker"
+# measures ck.claim_wait in both whatever this says). Any but "on" writes results-preload-on-off.md (say) by default.
+read -r -a preloads <<<"${CK_BENCH_PRELOAD:-on}"
+declare -A preload_label=([on]="preloaded" [off]="not preloaded")
+for p in "${preloads[@]}"; do
+    [[ -n ${preload_label[$p]:-} ]] || { echo "CK_BENCH_PRELOAD: unknown configuration $p (on, off)" >&2; exit 2; }
+done
+if [[ ${preloads[*]} == on ]]; then
+    results=${CK_BENCH_RESULTS:-$here/results.md}   # another file for a run of some sections only
+else
+    results=${CK_BENCH_RESULTS:-$here/results-preload-$(IFS=-; echo "${preloads[*]}").md}
+fi
 
 sql() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 value() { sql -At "$@"; }
@@ -136,12 +150,20 @@ queue_cell() {
     rm -r "$logs"
 }
 
+# preload CONFIG: the cluster restarted into CONFIG (on, off) unless it is so already.
+preload() {
+    local now=off
+    [[ ,$(value -c 'SHOW shared_preload_libraries' | tr -d ' '), != *,concurrency_kit,* ]] || now=on
+    [[ $now == "$1" ]] || bash "$here/../cluster.sh" preload "$1"
+}
+
 # separate_cell CLIENTS SYNC: throughput as a user sees it. The seed, ck.claim + ck.complete and
 # ck.complete_and_claim, each on its own queue refilled before each of its runs; 3 rounds, the order rotating (seed
 # first, then ck first, then c&c first). A table row with the median jobs/s of each, the median of the rounds' ratios
-# to the seed, and the mixed-run latency ratios (seed/ck, seed/c&c) beside them.
+# to the seed, and the mixed-run latency ratios (seed/ck, seed/c&c) beside them; the row says the configuration
+# of the library it ran in (LIBRARY), and is printed, not added to the results.
 separate_cell() {
-    local clients=$1 sync=$2 round i mixed_ck mixed_cac
+    local clients=$1 sync=$2 library=$3 round i mixed_ck mixed_cac
     local -a scripts=(queue_handwritten.sql queue_ck.sql queue_cac.sql) order tps
     local -A runs=()
     for round in 0 1 2; do
@@ -156,8 +178,9 @@ separate_cell() {
         rk+=" $(awk -v k="${ck[i]}" -v b="${seed[i]}" 'BEGIN { print k / b }')"
         rw+=" $(awk -v w="${cac[i]}" -v b="${seed[i]}" 'BEGIN { print w / b }')"
     done
-    printf '| %d | %s | %d | %d | %d | %.2f | %.2f | %s | %s |\n' "$clients" "$sync" "$(median "${seed[@]}")" \
-        "$(median "${ck[@]}")" "$(median "${cac[@]}")" "$(median $rk)" "$(median $rw)" "$mixed_ck" "$mixed_cac" | out
+    printf '| %d | %s | %s | %d | %d | %d | %.2f | %.2f | %s | %s |\n' "$clients" "$sync" "$library" \
+        "$(median "${seed[@]}")" "$(median "${ck[@]}")" "$(median "${cac[@]}")" "$(median $rk)" "$(median $rw)" \
+        "$mixed_ck" "$mixed_cac"
 }
 
 # index_counts INDEX: "scans entries pages" so far of INDEX: its scans, the entries they read (pg_stat_user_indexes)
@@ -334,6 +357,7 @@ rule_row() {
 }
 declare -A rule_points=()   # clients -> the successes/s of rule_row's cells, workload after workload, for the plot
 
+preload "${preloads[0]}"
 dropdb --if-exists ck_bench
 createdb ck_bench
 sql -c "CREATE EXTENSION concurrency_kit"
@@ -341,7 +365,11 @@ sql -c "CREATE EXTENSION concurrency_kit"
 cat >"$results" <<EOF
 # concurrency_kit benchmark
 
-$(date -u '+%Y-%m-%d %H:%M UTC'), $(psql -X -At -c 'SHOW server_version'), $(nproc) CPUs; pgbench -M prepared, runs of ${seconds}s.
+$(date -u '+%Y-%m-%d %H:%M UTC'), $(psql -X -At -c 'SHOW server_version'), $(nproc) CPUs; pgbench -M prepared, runs of ${seconds}s;
+the code $(bash "$here/built.sh") (test/bench/built.sh); the library ${preload_label[${preloads[0]}]}$(
+    ((${#preloads[@]} == 1)) || echo " (CK_BENCH_PRELOAD=\"${preloads[*]}\": the separate runs in each configuration)")$(
+    [[ -z ${CK_BENCH_ONLY:-} ]] || echo "; sections: $CK_BENCH_ONLY"); load average (1, 5, 15 min) at the start
+$(cut -d' ' -f1-3 /proc/loadavg).
 
 ## Throughput against hand-written SQL
 
@@ -420,16 +448,46 @@ rotating (seed first, then ck, then c&c); the median jobs/s of each and the medi
 ratios to the seed. **seed**: \`UPDATE ... (SELECT ... FOR UPDATE SKIP LOCKED)\` + \`DELETE\`; **ck**:
 \`ck.claim\` + \`ck.complete\`; **c&c**: one \`ck.complete_and_claim\` per job. Beside them the mixed-run
 latency ratios (seed/ck, seed/c&c: > 1, ck is faster), which share the garbage of one run between
-two tables and so hide what it costs.
+two tables and so hide what it costs. Library: the configuration the cell ran in: $(
+    if ((${#preloads[@]} == 1)); then echo "${preload_label[${preloads[0]}]}, all of them."; else
+        echo "each cell in both, CK_BENCH_PRELOAD=\"${preloads[*]}\", one after the other, in that order in the first cell
+and the order alternating from cell to cell, the cluster restarted between them (test/cluster.sh preload on|off)."; fi)
 
-| clients | sync_commit | seed jobs/s | ck jobs/s | c&c jobs/s | ck/seed | c&c/seed | mixed seed/ck | mixed seed/c&c |
-|---:|---|---:|---:|---:|---:|---:|---:|---:|
+| clients | sync_commit | library | seed jobs/s | ck jobs/s | c&c jobs/s | ck/seed | c&c/seed | mixed seed/ck | mixed seed/c&c |
+|---:|---|---|---:|---:|---:|---:|---:|---:|---:|
 EOF
+cell=0 between=""
 for clients in 1 4 16; do
     for sync in ${CK_BENCH_SYNC:-off on}; do   # CK_BENCH_SYNC=off: the CPU cost alone
-        separate_cell "$clients" "$sync"
+        order=("${preloads[@]}")
+        ((cell % 2 == 0 || ${#order[@]} == 1)) || order=("${order[1]}" "${order[0]}")
+        declare -A cell_rows=()
+        for p in "${order[@]}"; do
+            preload "$p"
+            cell_rows[$p]=$(separate_cell "$clients" "$sync" "${preload_label[$p]}")
+        done
+        for p in "${preloads[@]}"; do echo "${cell_rows[$p]}" | out; done
+        # not preloaded / preloaded, this cell's two rows: the medians' ratios (the seed's shows the noise)
+        [[ -z ${cell_rows[on]:-} || -z ${cell_rows[off]:-} ]] ||
+            between+=$(awk -F'|' -v on="${cell_rows[on]}" -v off="${cell_rows[off]}" -v first="${order[0]}" 'BEGIN {
+                split(on, a, "|"); split(off, b, "|"); gsub(/ /, "", a[3])
+                printf "| %d | %s | %s | %.2f | %.2f | %.2f |\n", a[2], a[3], (first == "on" ? "preloaded" : "not preloaded"),
+                       b[5] / a[5], b[6] / a[6], b[7] / a[7] }')$'\n'
+        cell=$((cell + 1))
     done
 done
+preload "${preloads[0]}"
+if [[ -n $between ]]; then
+    out <<EOF
+
+Not preloaded / preloaded, the two rows of each cell above (their median jobs/s; the two came one after the
+other, in the order said). The seed uses nothing of the library: its ratio is the noise between the two.
+
+| clients | sync_commit | first | seed off/on | ck off/on | c&c off/on |
+|---:|---|---|---:|---:|---:|
+EOF
+    printf '%s' "$between" | out
+fi
 fi
 
 if wanted gap; then
@@ -543,26 +601,37 @@ out <<EOF
 
 8 workers wait while a producer enqueues 1,000 jobs, one per transaction, at random intervals of 1
 to 10 ms (test/bench/wakeup.py): milliseconds from the producer's COMMIT returning to a worker
-holding the job. \`claim_wait\` is \`ck.claim_wait\` with the library preloaded (woken by the
-commit) and without (looking again after 10 ms, doubling to 200 ms); LISTEN is a client that
-LISTENs on the queue's NOTIFY channel (\`notify => true\`) and then calls \`ck.claim\`.
+holding the job. \`claim_wait\` is \`ck.claim_wait\` with the library preloaded and not (installed
+and created only, the cluster restarted without it: from 0.4.0 its shared state is made at the first use
+of a queue); beside each, how it learnt of the jobs (\`ck.claim_wait_mode()\` after the run: commit, woken
+by the committing transaction; poll, looking again after 10 ms, doubling to 200 ms). LISTEN is a client
+that LISTENs on the queue's NOTIFY channel (\`notify => true\`) and then calls \`ck.claim\` (library
+preloaded).
 
 | way | p50 ms | p99 ms | max ms |
 |---|---:|---:|---:|
 EOF
-wake_row() { printf '| %s | %s | %s | %s |\n' "$1" $(/usr/bin/python3 "$here/wakeup.py" latency "$2") | out; }
+# wake_row LABEL WAY: a table row; for claim_wait the label gains the mode ck.claim_wait_mode() says afterwards.
+wake_row() {
+    local figures label=$1
+    figures=$(/usr/bin/python3 "$here/wakeup.py" latency "$2") || figures="failed failed failed"
+    [[ $2 != claim_wait ]] || label+=" (mode: $(value -c 'SELECT ck.claim_wait_mode()'))"
+    printf '| %s | %s | %s | %s |\n' "$label" $figures | out
+}
+preload on
 wake_row "ck.claim_wait, library preloaded" claim_wait
 wake_row "LISTEN, then ck.claim" listen
-bash "$here/../cluster.sh" preload off
+preload off
 wake_row "ck.claim_wait, not preloaded" claim_wait
-idle_poll=$(/usr/bin/python3 "$here/wakeup.py" idle 64 10)
-bash "$here/../cluster.sh" preload on
-idle_commit=$(/usr/bin/python3 "$here/wakeup.py" idle 64 10)
+idle_off=$(/usr/bin/python3 "$here/wakeup.py" idle 64 10)
+preload on
+idle_on=$(/usr/bin/python3 "$here/wakeup.py" idle 64 10)
 enqueue_mixed=$(mixed_ratio enqueue_setup.sql 1 off enqueue_plain.sql enqueue_ck.sql)
+preload "${preloads[0]}"
 out <<EOF
 
-64 workers waiting 10 s in \`ck.claim_wait\` on an empty queue used $idle_commit CPU seconds in all with
-the library preloaded (the calls themselves: they sleep until max_wait) and $idle_poll polling.
+64 workers waiting 10 s in \`ck.claim_wait\` on an empty queue used $idle_on CPU seconds in all with
+the library preloaded (the calls themselves: they sleep until max_wait) and $idle_off not preloaded.
 \`ck.enqueue\` with the queue's wake-up trigger against the same queue without it, one mixed run (1
 client, synchronous_commit off): ratio $enqueue_mixed.
 EOF

@@ -5,7 +5,7 @@ latency WAY: 8 workers wait for jobs of queue wake_bench while a producer enqueu
 per transaction, at random intervals of 1 to 10 ms. Each job's latency runs from the moment the
 producer's COMMIT returned to the moment a worker got the job back (one machine, one clock; a
 worker woken before the producer saw its COMMIT return counts 0). WAY is claim_wait (ck.claim_wait,
-woken on commit when the library is preloaded, polling otherwise) or listen (a client that LISTENs
+woken on commit, preloaded or not from 0.4.0, polling only where ck.claim_wait_mode() says poll) or listen (a client that LISTENs
 on the queue's NOTIFY channel and then calls ck.claim, the way LISTEN/NOTIFY queues work).
 Prints "p50_ms p99_ms max_ms".
 
