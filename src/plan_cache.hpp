@@ -47,6 +47,7 @@ enum class StatementKind : uint8_t {
     DepBury,         // dependants -> dead letters, with the reason
     Claim,           // the whole claim index in order
     ClaimFrom,       // the known priorities in order, each from its frontier
+    ClaimFromOne,    // the same for a queue of one known priority, without the loop over arrays
     Priorities,      // a queue's distinct priorities (a loose scan)
     Bury,            // expired jobs on their last attempt -> dead letters
     Complete,

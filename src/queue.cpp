@@ -196,6 +196,28 @@ bool discover(Oid queue, FrontierView *view, TimestampTz moment)
     });
 }
 
+// The view's priorities and their frontiers as ClaimFrom's three arrays ($5, $6, $7).
+void frontier_arrays(const FrontierView &view, Datum *arrays)
+{
+    ck::pg_call([&] {
+        int k = view.npriorities;
+        Datum *p = static_cast<Datum *>(palloc(sizeof(Datum) * k));
+        Datum *r = static_cast<Datum *>(palloc(sizeof(Datum) * k));
+        Datum *i = static_cast<Datum *>(palloc(sizeof(Datum) * k));
+        for (int j = 0; j < k; j++) {
+            p[j] = Int32GetDatum(view.priority[j]);
+            r[j] = TimestampTzGetDatum(view.start[j].run_at);
+            i[j] = Int64GetDatum(view.start[j].id);
+        }
+        arrays[0] = PointerGetDatum(construct_array(p, k, INT4OID, sizeof(int32), true, TYPALIGN_INT));
+        arrays[1] = PointerGetDatum(construct_array(r, k, TIMESTAMPTZOID, sizeof(TimestampTz), true, TYPALIGN_DOUBLE));
+        arrays[2] = PointerGetDatum(construct_array(i, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
+        pfree(p);
+        pfree(r);
+        pfree(i);
+    });
+}
+
 // Buries expired jobs on their last attempt (they are skipped by the claim, so they would
 // otherwise linger), from the burial's frontier. Each buried job comes back if this
 // transaction aborts.
@@ -248,34 +270,23 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
     uint64 n = 0;
     const Prepared *used = &claim;
     if (view.mode == ck::ClaimMode::Frontier && view.npriorities > 0) {
-        // Every known priority in one statement, each from its frontier, in priority order.
-        const Prepared &from = ck::queue_statement(StatementKind::ClaimFrom, queue);
+        // Every known priority in one statement, each from its frontier, in priority order (one
+        // priority: without the arrays).
+        bool one = view.npriorities == 1;
+        const Prepared &from = ck::queue_statement(one ? StatementKind::ClaimFromOne : StatementKind::ClaimFrom, queue);
         used = &from;
         Datum values[7] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
-                           TimestampTzGetDatum(moment)};
-        ck::pg_call([&] {
-            int k = view.npriorities;
-            Datum *p = static_cast<Datum *>(palloc(sizeof(Datum) * k));
-            Datum *r = static_cast<Datum *>(palloc(sizeof(Datum) * k));
-            Datum *i = static_cast<Datum *>(palloc(sizeof(Datum) * k));
-            for (int j = 0; j < k; j++) {
-                p[j] = Int32GetDatum(view.priority[j]);
-                r[j] = TimestampTzGetDatum(view.start[j].run_at);
-                i[j] = Int64GetDatum(view.start[j].id);
-            }
-            values[4] = PointerGetDatum(construct_array(p, k, INT4OID, sizeof(int32), true, TYPALIGN_INT));
-            values[5] = PointerGetDatum(construct_array(r, k, TIMESTAMPTZOID, sizeof(TimestampTz), true, TYPALIGN_DOUBLE));
-            values[6] = PointerGetDatum(construct_array(i, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
-            pfree(p);
-            pfree(r);
-            pfree(i);
-        });
+                           TimestampTzGetDatum(moment), Int32GetDatum(view.priority[0]),
+                           TimestampTzGetDatum(view.start[0].run_at), Int64GetDatum(view.start[0].id)};
+        if (!one)
+            frontier_arrays(view, &values[4]);
         n = execute_in_index_order(queue, from, values, snap, snapshot);
         // A claim_wait looks many times in one call: nothing of a look is kept.
-        ck::pg_call([&] {
-            for (int j = 4; j < 7; j++)
-                pfree(DatumGetPointer(values[j]));
-        });
+        if (!one)
+            ck::pg_call([&] {
+                for (int j = 4; j < 7; j++)
+                    pfree(DatumGetPointer(values[j]));
+            });
         Reached reached = take_claimed(queue, out, view, snapshot);
         // The scan read the priorities in order: each one it left before the batch was full came
         // back short (nothing claimable is left in it up to the moment); the one it stopped in

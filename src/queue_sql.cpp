@@ -243,7 +243,8 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, $2 FROM gone AS g) SELECT pg_catalog.count(*) FROM gone",
                 {INT8ARRAYOID, TEXTOID}, 2, 0};
     case StatementKind::Claim:
-    case StatementKind::ClaimFrom: {
+    case StatementKind::ClaimFrom:
+    case StatementKind::ClaimFromOne: {
         // One statement: pick ready jobs in order, skipping rows other claimers hold, and
         // lease them. run_at becomes the lease end, so an expired lease is ready again. Each
         // row also returns the key it was claimed at (its old priority and run_at) and the
@@ -252,7 +253,8 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         // statement: a nested loop over the arrays, each priority one index descent, which
         // stops once the batch is full. With the priority fixed, run_at <= $4 ends a priority's
         // scan, and the row comparison starts it at (run_at, id) itself (not at the first of
-        // many jobs enqueued with one run_at). The picked rows are a
+        // many jobs enqueued with one run_at). ClaimFromOne is the same for one priority ($5,
+        // $6, $7 scalars), without the loop: a few microseconds less for the usual queue. The picked rows are a
         // MATERIALIZED CTE, run once, and the update finds them by id in a nested loop: as a
         // subquery, a plan made after an ANALYZE of a bloated queue put the pick on the inner
         // side of a nested loop and ran it again for every row of the table. The join is
@@ -265,6 +267,9 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         std::string pick = kind == StatementKind::Claim
             ? "SELECT id, priority, run_at, xmin FROM " + q + " WHERE run_at" CK_OP("<=") "$4 AND attempts" CK_OP("<")
               "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
+            : kind == StatementKind::ClaimFromOne
+            ? "SELECT id, priority, run_at, xmin FROM " + q + " WHERE priority" EQ "$5 AND (run_at, id)" CK_OP(">=")
+              "($6, $7) AND run_at" CK_OP("<=") "$4 AND attempts" CK_OP("<") "$3 ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
             : "SELECT x.id, x.priority, x.run_at, x.xmin FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6), "
               "pg_catalog.unnest($7)) AS f (p, r, i) CROSS JOIN LATERAL (SELECT id, priority, run_at, xmin FROM " + q +
               " WHERE priority" EQ "f.p AND (run_at, id)" CK_OP(">=") "(f.r, f.i) AND run_at" CK_OP("<=") "$4 AND attempts"
@@ -275,6 +280,11 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                      "RETURNING j.id, j.lease_token, j.attempts, j.payload, j.run_at, c.priority, c.run_at, c.xmin",
                      {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID},
                      kind == StatementKind::Claim ? 4 : 7, generic_fast};
+        if (kind == StatementKind::ClaimFromOne) {
+            st.types[4] = INT4OID;
+            st.types[5] = TIMESTAMPTZOID;
+            st.types[6] = INT8OID;
+        }
         return st;
     }
     case StatementKind::Priorities:
@@ -419,7 +429,7 @@ const Prepared &queue_statement(StatementKind kind, Oid relid)
         p.dead_letters = row.dead_letters;
         p.has_dependencies = has_dependencies;
         p.by_id = s.by_id;
-        if (kind == StatementKind::Claim || kind == StatementKind::ClaimFrom)
+        if (kind == StatementKind::Claim || kind == StatementKind::ClaimFrom || kind == StatementKind::ClaimFromOne)
             p.planned_blocks = table_blocks(relid);
         return p;
     });
