@@ -216,7 +216,10 @@ CK_FUNCTION(ck_queue_activity)
             ereport(WARNING, (errmsg("%llu queue events were not counted: more queues were used than "
                                      "concurrency_kit.activity_queues (%d) allows",
                                      static_cast<unsigned long long>(uncounted), shared->size),
-                              errhint("Raise concurrency_kit.activity_queues and restart the server.")));
+                              strcmp(ck::shared_memory_mode(), "preloaded") == 0
+                                  ? errhint("Raise concurrency_kit.activity_queues and restart the server.")
+                                  : errhint("Preload concurrency_kit (shared_preload_libraries), set "
+                                            "concurrency_kit.activity_queues and restart the server.")));
         ReturnSetInfo *rsinfo = ck::begin_result_set(fcinfo);
         for (int i = 0; i < shared->size; i++) {
             ck::Entry &e = shared->entry[i];
