@@ -303,6 +303,7 @@ FUNCS = {
     "queue_stats": (lambda: [queue()], False, False),
     "claim_frontier": (lambda: [queue()], True, False),
     "queue_activity": (lambda: [], True, False),
+    "claim_path": (lambda: [queue()], False, False),
     "lock_namespace": (lambda: [pick(NS_NAMES, BAD_NS_NAMES)], False, False),
     "xact_lock": (lambda: opt([ns()], lambda: pick(LOCK_KEYS, BAD_LOCK_KEYS), iv), False, False),
     "try_xact_lock": (lambda: opt([ns()], lambda: pick(LOCK_KEYS, BAD_LOCK_KEYS)), False, False),

@@ -238,6 +238,10 @@ FUNCS = [
     ("claim_frontier", ["USAGE on schema app", "SELECT on app.jobs"],
      "SELECT count(*) >= 0 FROM ck.claim_frontier(:jobs::regclass)",
      "SELECT count(*) FROM app.jobs", "", {}),
+    # Like claim_frontier: what it tells is the queue's, so reading the queue is the right it needs.
+    ("claim_path", ["USAGE on schema app", "SELECT on app.jobs"],
+     "SELECT (ck.claim_path(:jobs::regclass)).path IN ('frontier', 'discover', 'full')",
+     "SELECT count(*) FROM app.jobs", "", {}),
     ("create_queue", ["USAGE on schema app", "CREATE on schema app"],
      "SELECT ck.create_queue('app.q_' || :'run' || :cell)",
      "DO $$BEGIN CREATE TABLE app.plain_q (id bigint PRIMARY KEY); CREATE INDEX ON app.plain_q (id); END$$", "", {}),
@@ -283,7 +287,7 @@ FUNCS = [
     ("current_attempt", [], "SELECT ck.current_attempt()", "SELECT 0", "", {}),
     ("retry_stats", [], "SELECT (ck.retry_stats()).calls", "SELECT 0", "", {}),
     ("sqlstate_action", [], "SELECT ck.sqlstate_action('40001')", "SELECT 'retry'", "", {}),
-    ("claim_wait_mode", [], "SELECT ck.claim_wait_mode()", "SELECT 'poll'", "", {}),
+    ("claim_wait_mode", [], "SELECT ck.claim_wait_mode()", "SELECT 'commit'", "", {}),
     # Like pg_stat_user_tables: counts of every queue of the database, to every user.
     ("queue_activity", [], "SELECT count(*) >= 0 FROM ck.queue_activity()", "SELECT count(*) FROM pg_stat_user_tables", "", {}),
     # The generators check their arguments against the table: the plain equivalent reads

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ck.queue_activity and ck.queue_stats as a Prometheus user reads them: prometheus-postgres-exporter with the
 # query file the extension ships (sql/postgres_exporter_queries.yaml) reports the counters the calls made, and
-# the current counts. Without the library preloaded, ck.queue_activity raises 55000 instead (make test runs
-# this in both configurations). Prints TAP.
+# the current counts. The counters work with the library preloaded or not (0.4.0: without a preload the first
+# use of a queue makes the shared state they live in); make test runs this in both configurations, and each
+# call below is a backend of its own, so the counts are the shared ones. Prints TAP.
 # needs: prometheus-postgres-exporter curl python3   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 
@@ -26,13 +27,8 @@ check() {  # check DESCRIPTION COMMAND...
     if "${@:2}"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi
 }
 
-if [[ $(sql -c "SELECT ck.claim_wait_mode()") == poll ]]; then
-    state=$(psql -X -q -At -d "$db" -v VERBOSITY=verbose -c "SELECT count(*) FROM ck.queue_activity()" 2>&1 || true)
-    check "without the library preloaded, ck.queue_activity raises 55000 with a hint" \
-        bash -c "grep -q '55000' <<<\"\$1\" && grep -q 'shared_preload_libraries' <<<\"\$1\"" _ "$state"
-    echo "1..$n"
-    exit 0
-fi
+preload=$(sql -c "SHOW shared_preload_libraries")
+echo "# shared_preload_libraries: '$preload'"
 
 # The day's work on queue mail: 3 jobs in (one with a unique key, refused once more), 2 claimed, one completed
 # (and its acknowledgement repeated: lost), one failed (retried later), the third cancelled while waiting.
@@ -45,6 +41,13 @@ SELECT ck.complete('mail', id, lease_token) FROM leased WHERE n = 1;
 SELECT ck.fail('mail', id, lease_token, 'smtp down', '1 hour') FROM leased WHERE n = 2;   -- scheduled well past the checks
 SELECT ck.cancel('mail', id) FROM mail WHERE unique_key = 'welcome';
 SQL
+
+# The counters as SQL reads them, before the exporter does.
+counts=$(sql -F ' ' -c "SELECT enqueued, claimed, completed, failed, retried, buried, cancelled, lost_acks, duplicates
+                       FROM ck.queue_activity() WHERE queue = 'mail'::regclass" 2>&1 || true)
+# enqueued claimed completed failed retried buried cancelled lost_acks duplicates
+check "ck.queue_activity counts the day's work on mail, preloaded or not ('$preload'): 3 2 1 1 1 0 1 1 1 (got ${counts:-no row})" \
+    test "$counts" = "3 2 1 1 1 0 1 1 1"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=$(mktemp)

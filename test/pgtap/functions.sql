@@ -46,6 +46,7 @@ INSERT INTO expected_functions VALUES
     ('queue_stats',         '{regclass}',                                             'record',  'stable',    'restricted', false),
     ('claim_frontier',      '{regclass}',                                             'setof record', 'volatile', 'restricted', false),
     ('queue_activity',      '{}',                                                     'setof record', 'volatile', 'restricted', false),
+    ('claim_path',          '{regclass}',                                             'record',  'volatile',  'restricted', false),
     ('queue_ready',         '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('queue_changed',       '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('queue_left',          '{}',                                                     'trigger', 'volatile',  'unsafe', false),
