@@ -79,6 +79,22 @@ SELECT pg_sleep(0.005);
 SELECT id AS found_by_the_full_claim FROM ck.claim('fq');
 SELECT run_at < now() - interval '23 hours' AS lowered_to_the_job FROM ck.claim_frontier('fq') WHERE priority = 0;
 SET concurrency_kit.full_claim_interval = '1h';
+-- A missed job in a priority after the one the full claim takes from: the full claim also lowers
+-- each priority it did not reach to that priority's first claimable job, so the next claim takes
+-- the missed job 11 before job 12, which came after it.
+DELETE FROM fq;
+INSERT INTO fq (id, priority) VALUES (11, 5), (12, 5);
+SELECT array_agg(id) AS claimed FROM ck.claim('fq', 2);
+INSERT INTO fq (id, priority) VALUES (13, 5), (14, 1);
+SET session_replication_role = replica;
+UPDATE fq SET run_at = now() - interval '1 day', lease_token = NULL WHERE id = 11;
+RESET session_replication_role;
+SET concurrency_kit.full_claim_interval = '1ms';
+SELECT pg_sleep(0.005);
+SELECT id AS taken_by_the_full_claim FROM ck.claim('fq');
+SET concurrency_kit.full_claim_interval = '1h';
+SELECT run_at < now() - interval '23 hours' AS priority_5_lowered FROM ck.claim_frontier('fq') WHERE priority = 5;
+SELECT array_agg(id) AS next_from_the_frontier FROM ck.claim('fq', 2);
 
 -- As many priorities as the frontier keeps (64): one statement reads them in order, each from its
 -- frontier; the batch fills across priorities, and those it left behind empty advance to the moment.

@@ -49,6 +49,7 @@ enum class StatementKind : uint8_t {
     ClaimFrom,       // the known priorities in order, each from its frontier
     ClaimFromOne,    // the same for a queue of one known priority, without the loop over arrays
     Priorities,      // a queue's distinct priorities (a loose scan)
+    Heads,           // the first claimable job of each given priority, unlocked (the periodic full claim)
     Bury,            // expired jobs on their last attempt -> dead letters
     Complete,
     CompleteMany,

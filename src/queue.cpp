@@ -218,6 +218,40 @@ void frontier_arrays(const FrontierView &view, Datum *arrays)
     });
 }
 
+// The periodic full claim took the first claimable jobs in claim order, and lowered the frontier
+// to any it had passed; a job it passed in a priority after the claim's last it did not reach.
+// Each such known priority's first claimable job (no lock: one another claim holds only costs a
+// step) lowers that priority's frontier when it lies below it, so that one interval bounds a miss
+// in every priority.
+void lower_to_heads(Oid queue, const FrontierView &view, int after, TimestampTz moment, int32 max_attempts, ck::Snap snap,
+                    Snapshot snapshot)
+{
+    FrontierView rest;
+    for (int j = after + 1; j < view.npriorities; j++)
+        rest.priority[rest.npriorities++] = view.priority[j];
+    if (rest.npriorities == 0)
+        return;
+    Datum values[3];
+    frontier_arrays(rest, values);
+    ck::pg_call([&] {
+        pfree(DatumGetPointer(values[1]));
+        pfree(DatumGetPointer(values[2]));
+    });
+    values[1] = TimestampTzGetDatum(moment);
+    values[2] = Int32GetDatum(max_attempts);
+    const Prepared &heads = ck::queue_statement(StatementKind::Heads, queue);
+    uint64 n = execute_in_index_order(queue, heads, values, snap, snapshot);
+    ck::pg_call([&] {
+        pfree(DatumGetPointer(values[0]));
+        check_key_columns(1, 3);
+        for (uint64 i = 0; i < n; i++) {
+            JobKey head = job_key(i, 1, 3);
+            ck::frontier_check_claimed(queue, head.priority, head.key);
+        }
+        SPI_freetuptable(SPI_tuptable);
+    });
+}
+
 // Buries expired jobs on their last attempt (they are skipped by the claim, so they would
 // otherwise linger), from the burial's frontier. Each buried job comes back if this
 // transaction aborts.
@@ -303,7 +337,10 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Return
         Datum values[4] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
                            TimestampTzGetDatum(moment)};
         n = execute_in_index_order(queue, claim, values, snap, snapshot);
-        take_claimed(queue, out, view, snapshot);
+        Reached reached = take_claimed(queue, out, view, snapshot);
+        // A short batch read every claimable job: nothing passed is left behind.
+        if (view.mode == ck::ClaimMode::Check && n == static_cast<uint64>(batch))
+            lower_to_heads(queue, view, reached.last_position, moment, claim.max_attempts, snap, snapshot);
     }
     // Also every 64th claim: in a queue that never runs short they would wait forever.
     if (n < static_cast<uint64>(batch) || ++claims_since_burial >= 64) {

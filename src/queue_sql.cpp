@@ -292,6 +292,13 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         return {priorities + " SELECT priority FROM priorities WHERE priority IS NOT NULL LIMIT " +
                     std::to_string(frontier_max_priorities + 1),
                 {}, 0, 0};
+    case StatementKind::Heads:
+        // After the periodic full claim: the first job claimable at $2 in each priority of $1
+        // (those it did not reach), read without a lock; queue.cpp lowers each frontier to it.
+        return {"SELECT x.priority, x.run_at, x.id FROM pg_catalog.unnest($1) AS f (p) CROSS JOIN LATERAL (SELECT priority, "
+                "run_at, id FROM " + q + " WHERE priority" EQ "f.p AND run_at" CK_OP("<=") "$2 AND attempts" CK_OP("<")
+                "$3 ORDER BY run_at, id LIMIT 1) AS x",
+                {INT4ARRAYOID, TIMESTAMPTZOID, INT4OID}, 3, generic_fast};
     case StatementKind::Bury:
         return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "ANY (ARRAY(SELECT id FROM " + q +
                 " WHERE lease_token IS NOT NULL AND run_at" CK_OP(">=") "$3 AND run_at" CK_OP("<=") "$2 AND attempts"
