@@ -196,25 +196,31 @@ bool discover(Oid queue, FrontierView *view, TimestampTz moment)
     });
 }
 
+// n priorities as an int4[] (the statements' priority lists).
+Datum priority_array(const int32 *priorities, int n)
+{
+    return ck::pg_call([&] {
+        Datum elems[ck::frontier_max_priorities];
+        for (int i = 0; i < n; i++)
+            elems[i] = Int32GetDatum(priorities[i]);
+        return PointerGetDatum(construct_array(elems, n, INT4OID, sizeof(int32), true, TYPALIGN_INT));
+    });
+}
+
 // The view's priorities and their frontiers as ClaimFrom's three arrays ($5, $6, $7).
 void frontier_arrays(const FrontierView &view, Datum *arrays)
 {
+    arrays[0] = priority_array(view.priority, view.npriorities);
     ck::pg_call([&] {
         int k = view.npriorities;
-        Datum *p = static_cast<Datum *>(palloc(sizeof(Datum) * k));
-        Datum *r = static_cast<Datum *>(palloc(sizeof(Datum) * k));
-        Datum *i = static_cast<Datum *>(palloc(sizeof(Datum) * k));
+        Datum r[ck::frontier_max_priorities];
+        Datum i[ck::frontier_max_priorities];
         for (int j = 0; j < k; j++) {
-            p[j] = Int32GetDatum(view.priority[j]);
             r[j] = TimestampTzGetDatum(view.start[j].run_at);
             i[j] = Int64GetDatum(view.start[j].id);
         }
-        arrays[0] = PointerGetDatum(construct_array(p, k, INT4OID, sizeof(int32), true, TYPALIGN_INT));
         arrays[1] = PointerGetDatum(construct_array(r, k, TIMESTAMPTZOID, sizeof(TimestampTz), true, TYPALIGN_DOUBLE));
         arrays[2] = PointerGetDatum(construct_array(i, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
-        pfree(p);
-        pfree(r);
-        pfree(i);
     });
 }
 
@@ -226,19 +232,11 @@ void frontier_arrays(const FrontierView &view, Datum *arrays)
 void lower_to_heads(Oid queue, const FrontierView &view, int after, TimestampTz moment, int32 max_attempts, ck::Snap snap,
                     Snapshot snapshot)
 {
-    FrontierView rest;
-    for (int j = after + 1; j < view.npriorities; j++)
-        rest.priority[rest.npriorities++] = view.priority[j];
-    if (rest.npriorities == 0)
+    int rest = view.npriorities - (after + 1);
+    if (rest <= 0)
         return;
-    Datum values[3];
-    frontier_arrays(rest, values);
-    ck::pg_call([&] {
-        pfree(DatumGetPointer(values[1]));
-        pfree(DatumGetPointer(values[2]));
-    });
-    values[1] = TimestampTzGetDatum(moment);
-    values[2] = Int32GetDatum(max_attempts);
+    Datum values[3] = {priority_array(view.priority + after + 1, rest), TimestampTzGetDatum(moment),
+                       Int32GetDatum(max_attempts)};
     const Prepared &heads = ck::queue_statement(StatementKind::Heads, queue);
     uint64 n = execute_in_index_order(queue, heads, values, snap, snapshot);
     ck::pg_call([&] {
@@ -450,12 +448,7 @@ TimestampTz next_due(Oid queue, TimestampTz now)
     uint64 n;
     if (known) {
         const Prepared &p = ck::queue_statement(StatementKind::NextDueOf, queue);
-        Datum priorities = ck::pg_call([&] {
-            Datum elems[ck::frontier_max_priorities];
-            for (int i = 0; i < view.npriorities; i++)
-                elems[i] = Int32GetDatum(view.priority[i]);
-            return PointerGetDatum(construct_array(elems, view.npriorities, INT4OID, sizeof(int32), true, TYPALIGN_INT));
-        });
+        Datum priorities = priority_array(view.priority, view.npriorities);
         TimestampTz ahead = now + USECS_PER_SEC;
         Datum values[3] = {TimestampTzGetDatum(now), priorities, TimestampTzGetDatum(ahead)};
         n = ck::execute_plan(p.plan, values, nullptr, ck::Snap::Fresh);
