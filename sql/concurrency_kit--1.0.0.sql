@@ -1,4 +1,4 @@
--- concurrency_kit 0.4.0: install script. Every function runs as the caller (SECURITY
+-- concurrency_kit 1.0.0: install script. Every function runs as the caller (SECURITY
 -- INVOKER); tables are regclass, columns name. No function carries a SET clause: everything
 -- the extension runs is immune to the caller's search_path by construction (relations
 -- printed from their OIDs, operators written OPERATOR(pg_catalog.op) or the type's own
