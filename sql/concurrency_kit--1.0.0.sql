@@ -15,53 +15,56 @@ GRANT USAGE ON SCHEMA ck TO PUBLIC;
 -- Conditional change: one UPDATE ... WHERE <condition> per call
 ------------------------------------------------------------------------------------------
 
-CREATE FUNCTION ck.try_decrement(tbl regclass, col name, key anyelement, amount bigint DEFAULT 1,
+-- (table, key, column, values, options). The key is "any": an unknown literal 'A1' is read as
+-- the key column's type, another type is compared as the key column's (or refused, 42804).
+-- The plain name raises when nothing changed, the try_ form returns NULL (false) instead.
+CREATE FUNCTION ck.try_decrement(tbl regclass, key "any", col name, amount bigint DEFAULT 1,
                                  key_column name DEFAULT NULL)
-RETURNS numeric
+RETURNS bigint
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-AS 'MODULE_PATHNAME', 'ck_try_decrement';
-COMMENT ON FUNCTION ck.try_decrement(regclass, name, anyelement, bigint, name) IS
+AS 'MODULE_PATHNAME', 'ck_try_decrement_v1';
+COMMENT ON FUNCTION ck.try_decrement(regclass, "any", name, bigint, name) IS
 'col := col - amount on the row with that key, only while col >= amount; the new value, or NULL when nothing changed';
 
-CREATE FUNCTION ck.decrement(tbl regclass, col name, key anyelement, amount bigint DEFAULT 1,
+CREATE FUNCTION ck.decrement(tbl regclass, key "any", col name, amount bigint DEFAULT 1,
                              key_column name DEFAULT NULL)
-RETURNS numeric
+RETURNS bigint
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-AS 'MODULE_PATHNAME', 'ck_decrement';
-COMMENT ON FUNCTION ck.decrement(regclass, name, anyelement, bigint, name) IS
+AS 'MODULE_PATHNAME', 'ck_decrement_v1';
+COMMENT ON FUNCTION ck.decrement(regclass, "any", name, bigint, name) IS
 'like try_decrement, but raises CK001 when col < amount and CK004 when no row has that key';
 
-CREATE FUNCTION ck.try_increment(tbl regclass, col name, key anyelement, amount bigint,
-                                 upper_bound numeric, key_column name DEFAULT NULL)
-RETURNS numeric
+CREATE FUNCTION ck.try_increment(tbl regclass, key "any", col name, amount bigint DEFAULT 1,
+                                 upper_bound bigint DEFAULT NULL, key_column name DEFAULT NULL)
+RETURNS bigint
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-AS 'MODULE_PATHNAME', 'ck_try_increment';
-COMMENT ON FUNCTION ck.try_increment(regclass, name, anyelement, bigint, numeric, name) IS
-'col := col + amount on the row with that key, only while col + amount <= upper_bound; the new value, or NULL when nothing changed';
+AS 'MODULE_PATHNAME', 'ck_try_increment_v1';
+COMMENT ON FUNCTION ck.try_increment(regclass, "any", name, bigint, bigint, name) IS
+'col := col + amount on the row with that key, only while col + amount <= upper_bound (NULL: the largest value of the column''s type); the new value, or NULL when nothing changed';
 
-CREATE FUNCTION ck.increment(tbl regclass, col name, key anyelement, amount bigint,
-                             upper_bound numeric, key_column name DEFAULT NULL)
-RETURNS numeric
+CREATE FUNCTION ck.increment(tbl regclass, key "any", col name, amount bigint DEFAULT 1,
+                             upper_bound bigint DEFAULT NULL, key_column name DEFAULT NULL)
+RETURNS bigint
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-AS 'MODULE_PATHNAME', 'ck_increment';
-COMMENT ON FUNCTION ck.increment(regclass, name, anyelement, bigint, numeric, name) IS
+AS 'MODULE_PATHNAME', 'ck_increment_v1';
+COMMENT ON FUNCTION ck.increment(regclass, "any", name, bigint, bigint, name) IS
 'like try_increment, but raises CK002 when the bound would be passed and CK004 when no row has that key';
 
-CREATE FUNCTION ck.transition(tbl regclass, key anyelement, col name, from_value text, to_value text,
+CREATE FUNCTION ck.try_transition(tbl regclass, key "any", col name, from_value text, to_value text,
+                                  key_column name DEFAULT NULL)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_transition';
+COMMENT ON FUNCTION ck.try_transition(regclass, "any", name, text, text, name) IS
+'SET col = to_value on the row with that key, only while col = from_value; false when the row was not in from_value';
+
+CREATE FUNCTION ck.transition(tbl regclass, key "any", col name, from_value text, to_value text,
                               key_column name DEFAULT NULL)
 RETURNS boolean
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-AS 'MODULE_PATHNAME', 'ck_transition';
-COMMENT ON FUNCTION ck.transition(regclass, anyelement, name, text, text, name) IS
-'SET col = to_value on the row with that key, only while col = from_value; false when the row was not in from_value';
-
-CREATE FUNCTION ck.transition_or_raise(tbl regclass, key anyelement, col name, from_value text,
-                                       to_value text, key_column name DEFAULT NULL)
-RETURNS void
-LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-AS 'MODULE_PATHNAME', 'ck_transition_or_raise';
-COMMENT ON FUNCTION ck.transition_or_raise(regclass, anyelement, name, text, text, name) IS
-'like transition, but raises CK003 when the row is in another state and CK004 when no row has that key';
+AS 'MODULE_PATHNAME', 'ck_transition_v1';
+COMMENT ON FUNCTION ck.transition(regclass, "any", name, text, text, name) IS
+'like try_transition, but returns true or raises CK003 when the row is in another state and CK004 when no row has that key';
 
 ------------------------------------------------------------------------------------------
 -- Errors, timeouts, retries
@@ -341,63 +344,63 @@ RETURNS integer
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_lock_namespace';
 COMMENT ON FUNCTION ck.lock_namespace(text) IS
-'the namespace''s number, registered on first use (concurrent first uses agree); cached per backend';
+'creates the namespace (idempotent: concurrent first calls agree) and returns its number; the lock calls by name take only names created here';
 
-CREATE FUNCTION ck.xact_lock(ns integer, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+CREATE FUNCTION ck.xact_lock(ns integer, key bigint DEFAULT 0, timeout interval DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_xact_lock';
-COMMENT ON FUNCTION ck.xact_lock(integer, integer, interval) IS
-'transaction-scoped exclusive advisory lock on (ns, key), same key as pg_advisory_xact_lock(ns, key); with a timeout, raises 55P03 after waiting that long';
+COMMENT ON FUNCTION ck.xact_lock(integer, bigint, interval) IS
+'transaction-scoped exclusive advisory lock on (ns, key), same key as pg_advisory_xact_lock(ns, key) (key within int4, else 22003); with a timeout, raises 55P03 after waiting that long; WARNING 25P01 outside a transaction block';
 
-CREATE FUNCTION ck.xact_lock(ns text, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+CREATE FUNCTION ck.xact_lock(ns text, key bigint DEFAULT 0, timeout interval DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_xact_lock_name';
-COMMENT ON FUNCTION ck.xact_lock(text, integer, interval) IS
-'ck.xact_lock by namespace name';
+COMMENT ON FUNCTION ck.xact_lock(text, bigint, interval) IS
+'ck.xact_lock by the name of a namespace created with ck.lock_namespace (42704 otherwise)';
 
-CREATE FUNCTION ck.try_xact_lock(ns integer, key integer DEFAULT 0)
+CREATE FUNCTION ck.try_xact_lock(ns integer, key bigint DEFAULT 0)
 RETURNS boolean
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_try_xact_lock';
-COMMENT ON FUNCTION ck.try_xact_lock(integer, integer) IS
-'takes the transaction lock if it is free: true, else false at once';
+COMMENT ON FUNCTION ck.try_xact_lock(integer, bigint) IS
+'takes the transaction lock if it is free: true, else false at once; WARNING 25P01 outside a transaction block';
 
-CREATE FUNCTION ck.try_xact_lock(ns text, key integer DEFAULT 0)
+CREATE FUNCTION ck.try_xact_lock(ns text, key bigint DEFAULT 0)
 RETURNS boolean
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_try_xact_lock_name';
-COMMENT ON FUNCTION ck.try_xact_lock(text, integer) IS
-'ck.try_xact_lock by namespace name';
+COMMENT ON FUNCTION ck.try_xact_lock(text, bigint) IS
+'ck.try_xact_lock by the name of a namespace created with ck.lock_namespace (42704 otherwise)';
 
-CREATE FUNCTION ck.session_lock(ns integer, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+CREATE FUNCTION ck.session_lock(ns integer, key bigint DEFAULT 0, timeout interval DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_session_lock';
-COMMENT ON FUNCTION ck.session_lock(integer, integer, interval) IS
+COMMENT ON FUNCTION ck.session_lock(integer, bigint, interval) IS
 'session-scoped lock, for a dedicated connection only: survives COMMIT and ROLLBACK until ck.session_unlock';
 
-CREATE FUNCTION ck.session_lock(ns text, key integer DEFAULT 0, timeout interval DEFAULT NULL)
+CREATE FUNCTION ck.session_lock(ns text, key bigint DEFAULT 0, timeout interval DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_session_lock_name';
-COMMENT ON FUNCTION ck.session_lock(text, integer, interval) IS
-'ck.session_lock by namespace name';
+COMMENT ON FUNCTION ck.session_lock(text, bigint, interval) IS
+'ck.session_lock by the name of a namespace created with ck.lock_namespace (42704 otherwise)';
 
-CREATE FUNCTION ck.session_unlock(ns integer, key integer DEFAULT 0)
+CREATE FUNCTION ck.session_unlock(ns integer, key bigint DEFAULT 0)
 RETURNS void
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_session_unlock';
-COMMENT ON FUNCTION ck.session_unlock(integer, integer) IS
+COMMENT ON FUNCTION ck.session_unlock(integer, bigint) IS
 'releases one hold of a session lock taken with ck.session_lock; raises 55000 when this session holds none';
 
-CREATE FUNCTION ck.session_unlock(ns text, key integer DEFAULT 0)
+CREATE FUNCTION ck.session_unlock(ns text, key bigint DEFAULT 0)
 RETURNS void
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_session_unlock_name';
-COMMENT ON FUNCTION ck.session_unlock(text, integer) IS
-'ck.session_unlock by namespace name';
+COMMENT ON FUNCTION ck.session_unlock(text, bigint) IS
+'ck.session_unlock by the name of a namespace created with ck.lock_namespace (42704 otherwise)';
 
 CREATE FUNCTION ck.session_unlock_all()
 RETURNS void
@@ -771,21 +774,21 @@ COMMENT ON FUNCTION ck.queue_dependency_left() IS
 
 -- Optimistic versioned updates, version guard, row locks (issue 24)
 
-CREATE FUNCTION ck.update_if_version(tbl regclass, key anyelement, version bigint, changes jsonb,
+CREATE FUNCTION ck.try_update_if_version(tbl regclass, key "any", version bigint, changes jsonb,
+                                         version_col name DEFAULT 'version', key_column name DEFAULT NULL)
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_update_if_version';
+COMMENT ON FUNCTION ck.try_update_if_version(regclass, "any", bigint, jsonb, name, name) IS
+'SET each column of changes (its value cast to the column''s type), version_col = version_col + 1 on the row with that key, only while version_col = version; the new version, or NULL when the row changed since (or does not exist)';
+
+CREATE FUNCTION ck.update_if_version(tbl regclass, key "any", version bigint, changes jsonb,
                                      version_col name DEFAULT 'version', key_column name DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-AS 'MODULE_PATHNAME', 'ck_update_if_version';
-COMMENT ON FUNCTION ck.update_if_version(regclass, anyelement, bigint, jsonb, name, name) IS
-'SET each column of changes (its value cast to the column''s type), version_col = version_col + 1 on the row with that key, only while version_col = version; the new version, or NULL when the row changed since (or does not exist)';
-
-CREATE FUNCTION ck.update_if_version_or_raise(tbl regclass, key anyelement, version bigint, changes jsonb,
-                                              version_col name DEFAULT 'version', key_column name DEFAULT NULL)
-RETURNS bigint
-LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-AS 'MODULE_PATHNAME', 'ck_update_if_version_or_raise';
-COMMENT ON FUNCTION ck.update_if_version_or_raise(regclass, anyelement, bigint, jsonb, name, name) IS
-'like update_if_version, but raises CK006 (stale: sqlstate_action says retry) when the row has another version and CK004 when no row has that key';
+AS 'MODULE_PATHNAME', 'ck_update_if_version_v1';
+COMMENT ON FUNCTION ck.update_if_version(regclass, "any", bigint, jsonb, name, name) IS
+'like try_update_if_version, but raises CK006 (stale: sqlstate_action says retry) when the row has another version and CK004 when no row has that key';
 
 CREATE FUNCTION ck.version_guard()
 RETURNS trigger
@@ -808,13 +811,13 @@ AS 'MODULE_PATHNAME', 'ck_add_version_guard';
 COMMENT ON FUNCTION ck.add_version_guard(regclass, name) IS
 'runs the DDL of ck.version_guard_ddl and returns it';
 
-CREATE FUNCTION ck.lock_rows(tbl regclass, keys anyarray, mode text DEFAULT 'no key update',
+CREATE FUNCTION ck.lock_rows(tbl regclass, keys "any", mode text DEFAULT 'no key update',
                              timeout interval DEFAULT NULL, key_column name DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_lock_rows';
-COMMENT ON FUNCTION ck.lock_rows(regclass, anyarray, text, interval, name) IS
-'locks the rows with those keys in key order (no deadlock between callers), mode no key update (default), update, share or key share; with a timeout 55P03 after at most that long (''0'': at once); how many rows were locked (a key without a row locks nothing)';
+COMMENT ON FUNCTION ck.lock_rows(regclass, "any", text, interval, name) IS
+'locks the rows with those keys (an array; a literal ''{A1,B2}'' is read as the key column''s array type) in key order (no deadlock between callers), mode no key update (default), update, share or key share; with a timeout 55P03 after at most that long (''0'': at once); how many rows were locked (a key without a row locks nothing); WARNING 25P01 outside a transaction block';
 
 COMMENT ON FUNCTION ck.sqlstate_action(text) IS
 'what a client should do with an error: retry (40001, 40P01, CK006), busy (55P03), conflict (23505, 23P01, CK001-CK005) or error';

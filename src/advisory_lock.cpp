@@ -1,5 +1,6 @@
 // Advisory locks keyed by (namespace, key), both int4: PostgreSQL's own two-int advisory
 // keys, so pg_advisory_xact_lock(ns, key) from any client excludes ck.xact_lock(ns, key).
+// The key argument is bigint so that a bigint id needs no cast; it must fit in int4.
 // ck.xact_lock, ck.try_xact_lock, ck.session_lock, ck.session_unlock,
 // ck.session_unlock_all, ck.set_lock_timeout, and the session-lock bookkeeping behind
 // ck.held_locks.
@@ -12,7 +13,6 @@
 extern "C" {
 #include "storage/lock.h"
 #include "utils/guc.h"
-#include "utils/timestamp.h"
 }
 
 #include <map>
@@ -30,20 +30,35 @@ struct Target {
     std::string label;   // "name:key" or "ns:key", for messages
 };
 
-// (ns, key) from arguments 0 and 1; ns may be int4 or text (a namespace name). A name seen
-// for the first time is registered, waiting at most wait_ms (-1: lock_timeout) for a
-// concurrent registration of the same name.
-Target target_args(FunctionCallInfo fcinfo, bool ns_is_name, int wait_ms)
+// The key, argument 1: bigint in 1.0 (int4 in 0.x, whose Datum reads the same on the 64-bit
+// platforms PostgreSQL 17+ runs on); it must fit in int4, the second half of the lock tag.
+int32 key_arg(FunctionCallInfo fcinfo)
+{
+    if (PG_NARGS() <= 1)
+        return 0;
+    if (PG_ARGISNULL(1))
+        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "lock key must not be NULL",
+                        "A lock call that locks nothing would let two handlers run at once.");
+    int64 key = PG_GETARG_INT64(1);
+    if (key < PG_INT32_MIN || key > PG_INT32_MAX)
+        throw ck::Error(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+                        ck::fmt("lock key " INT64_FORMAT " is out of range: a key is an integer (int4)", key),
+                        "An advisory lock's tag holds two int4: the namespace and the key.",
+                        "For a bigint id, give each range of 2^31 ids a namespace of its own (name 'orders_' || "
+                        "(id >> 31), key id & 2147483647), or use pg_advisory_xact_lock(id).");
+    return static_cast<int32>(key);
+}
+
+// (ns, key) from arguments 0 and 1; ns may be int4 or text (the name of a namespace created
+// with ck.lock_namespace).
+Target target_args(FunctionCallInfo fcinfo, bool ns_is_name)
 {
     if (PG_ARGISNULL(0))
         throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "lock namespace must not be NULL");
-    if (PG_NARGS() > 1 && PG_ARGISNULL(1))
-        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "lock key must not be NULL",
-                        "A lock call that locks nothing would let two handlers run at once.");
-    int32 key = PG_NARGS() > 1 ? PG_GETARG_INT32(1) : 0;
+    int32 key = key_arg(fcinfo);
     if (ns_is_name) {
         const char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-        int32 ns = ck::lock_namespace_number(name, wait_ms);
+        int32 ns = ck::lock_namespace_find(name);
         return {ns, key, ck::fmt("%s:%d", name, key)};
     }
     int32 ns = PG_GETARG_INT32(0);
@@ -97,15 +112,12 @@ bool try_acquire(const Target &t, bool session)
     return ck::pg_call([&] { return LockAcquire(&tag, ExclusiveLock, session, true); }) != LOCKACQUIRE_NOT_AVAIL;
 }
 
-// Resolves the target and takes the lock; with a timeout, the namespace registration and
-// the lock share it: the call never waits longer than the timeout in all.
+// Resolves the target and takes the lock, waiting at most the timeout (the lock is the only
+// wait: a namespace is looked up, never registered, here).
 void lock_within(FunctionCallInfo fcinfo, bool ns_is_name, bool session)
 {
     int ms = timeout_ms(fcinfo, 2);
-    TimestampTz start = GetCurrentTimestamp();
-    Target t = target_args(fcinfo, ns_is_name, ms);
-    if (ms >= 0)
-        ms = std::max<long>(1, ms - (GetCurrentTimestamp() - start) / 1000);
+    Target t = target_args(fcinfo, ns_is_name);
     acquire(t, session, ms);
     if (session)
         session_locks[{t.ns, t.key}]++;
@@ -114,15 +126,17 @@ void lock_within(FunctionCallInfo fcinfo, bool ns_is_name, bool session)
 Datum xact_lock(FunctionCallInfo fcinfo, bool ns_is_name)
 {
     lock_within(fcinfo, ns_is_name, false);
+    ck::warn_outside_transaction_block("ck.xact_lock");
     PG_RETURN_VOID();
 }
 
-// A try never waits: not for the lock, and at most 1 ms for a concurrent, uncommitted
-// registration of the same new namespace name (then 55P03: the number is not known yet).
+// A try never waits.
 Datum try_xact_lock(FunctionCallInfo fcinfo, bool ns_is_name)
 {
-    Target t = target_args(fcinfo, ns_is_name, 1);
-    PG_RETURN_BOOL(try_acquire(t, false));
+    Target t = target_args(fcinfo, ns_is_name);
+    bool taken = try_acquire(t, false);
+    ck::warn_outside_transaction_block("ck.try_xact_lock");
+    PG_RETURN_BOOL(taken);
 }
 
 Datum session_lock(FunctionCallInfo fcinfo, bool ns_is_name)
@@ -133,7 +147,7 @@ Datum session_lock(FunctionCallInfo fcinfo, bool ns_is_name)
 
 Datum session_unlock(FunctionCallInfo fcinfo, bool ns_is_name)
 {
-    Target t = target_args(fcinfo, ns_is_name, -1);
+    Target t = target_args(fcinfo, ns_is_name);
     auto it = session_locks.find({t.ns, t.key});
     if (it == session_locks.end())
         throw ck::Error(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

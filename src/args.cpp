@@ -1,5 +1,6 @@
 // Argument helpers shared by the entry points.
 #include "args.hpp"
+#include "retry.hpp"
 
 extern "C" {
 #include "utils/timestamp.h"
@@ -80,6 +81,18 @@ double interval_usecs(const Interval *iv)
         return iv->time < 0 ? -HUGE_VAL : HUGE_VAL;   // -infinity has every field at its minimum
     return static_cast<double>(iv->time) + iv->day * static_cast<double>(USECS_PER_DAY) +
            iv->month * static_cast<double>(DAYS_PER_MONTH) * USECS_PER_DAY;
+}
+
+void warn_outside_transaction_block(const char *function)
+{
+    if (IsTransactionBlock() || retry_attempt() > 0)
+        return;
+    pg_call([&] {
+        ereport(WARNING, (errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
+                          errmsg("%s outside a transaction block: the lock is released when this statement ends",
+                                 function),
+                          errhint("Call it after BEGIN, in the transaction whose work it protects.")));
+    });
 }
 
 } // namespace ck

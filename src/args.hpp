@@ -1,4 +1,5 @@
-// Reading SQL-level arguments: the NULL check every entry point makes, and intervals.
+// Reading SQL-level arguments: the NULL check every entry point makes, and intervals; the
+// warning of transaction-scoped calls outside a transaction block.
 #pragma once
 
 #include "boundary.hpp"
@@ -30,5 +31,11 @@ int timeout_ms_arg(FunctionCallInfo fcinfo, int argno, bool zero_ok, const char 
 // The interval's length in microseconds, a month counted as 30 days (as PostgreSQL does);
 // plus or minus HUGE_VAL for 'infinity' and '-infinity'.
 double interval_usecs(const Interval *iv);
+
+// WARNING 25P01 "<function> outside a transaction block: the lock is released when this
+// statement ends", as PostgreSQL warns for SET LOCAL there (a function that locks and then
+// writes, called in autocommit, is legitimate). Not inside an attempt of ck.retry, whose
+// transaction lasts as long as the caller's SQL.
+void warn_outside_transaction_block(const char *function);
 
 } // namespace ck

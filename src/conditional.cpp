@@ -1,5 +1,7 @@
 // Conditional change: one UPDATE ... WHERE <condition> per call (ck.try_decrement,
-// ck.decrement, ck.try_increment, ck.increment, ck.transition, ck.transition_or_raise).
+// ck.decrement, ck.try_increment, ck.increment, ck.try_transition, ck.transition). Every call
+// takes (table, key, column, ...); the key is declared "any", so an unknown literal 'A1' is read
+// as the key column's type.
 #include "args.hpp"
 #include "errcodes.hpp"
 #include "plan_cache.hpp"
@@ -11,7 +13,7 @@
 #include <stdexcept>
 
 extern "C" {
-#include "utils/numeric.h"
+#include "common/int.h"
 }
 
 namespace {
@@ -28,9 +30,11 @@ struct Call {
     const char *column;
     const char *key_column;   // nullptr: the primary key
     Datum key;
-    Oid key_type;
-    Datum amount;             // int8 (decrement/increment)
-    Datum bound;              // numeric (increment)
+    Oid key_type;             // UNKNOWNOID for a literal, until resolve_key
+    const char *column_hint;  // for a missing column: how 1.0 orders the arguments (counters)
+    int64 amount;             // decrement/increment
+    Datum bound;              // int8 (increment): amount subtracted; NULL: the column type's maximum
+    bool bound_null;
     Datum from_value;         // text (transition)
     Datum to_value;           // text (transition)
 };
@@ -42,17 +46,17 @@ const char *optional_name(FunctionCallInfo fcinfo, int argno)
     return NameStr(*PG_GETARG_NAME(argno));
 }
 
-// tbl, col and key are at the given positions; amount (when present) must be > 0.
-Call read_call(FunctionCallInfo fcinfo, int col_arg, int key_arg, int key_column_arg)
+// Every call: tbl 0, key 1, col 2.
+Call read_call(FunctionCallInfo fcinfo, int key_column_arg)
 {
     require_arg(fcinfo, 0, "table");
-    require_arg(fcinfo, col_arg, "column");
-    require_arg(fcinfo, key_arg, "key");
+    require_arg(fcinfo, 1, "key");
+    require_arg(fcinfo, 2, "column");
     Call c{};
     c.relid = PG_GETARG_OID(0);
-    c.column = NameStr(*PG_GETARG_NAME(col_arg));
-    c.key = PG_GETARG_DATUM(key_arg);
-    c.key_type = ck::polymorphic_arg_type(fcinfo, key_arg, "key");
+    c.key = PG_GETARG_DATUM(1);
+    c.key_type = ck::polymorphic_arg_type(fcinfo, 1, "key");
+    c.column = NameStr(*PG_GETARG_NAME(2));
     c.key_column = optional_name(fcinfo, key_column_arg);
     return c;
 }
@@ -67,42 +71,60 @@ int64 read_amount(FunctionCallInfo fcinfo, int argno)
     return amount;
 }
 
-bool is_counter_type(Oid type)
+// The largest value of a counter column's type; 0 for a type that is not a counter. A numeric
+// column is refused: its values need not be whole, and the result is bigint.
+int64 counter_max(Oid type)
 {
-    return type == INT2OID || type == INT4OID || type == INT8OID || type == NUMERICOID;
+    switch (type) {
+    case INT2OID:
+        return PG_INT16_MAX;
+    case INT4OID:
+        return PG_INT32_MAX;
+    case INT8OID:
+        return PG_INT64_MAX;
+    default:
+        return 0;
+    }
 }
 
-// Builds the statement for kind on the call's table, validating every argument.
+// Builds the statement for kind on the call's table, validating every argument: the column
+// before the key, so that a 0.x call (table, column, key) with a text key is told the 1.0 order.
 Prepared build(const ck::PlanKey &key, const Call &call)
 {
     struct Resolved {
         TableRef table;
         ColumnRef column;
         ColumnRef key;
+        Oid key_param;            // the type the key parameter takes
         const char *key_match;    // "key = $1"
         const char *column_eq;    // the column type's own equality operator (transition)
     } r;
     ck::pg_call([&] {
         r.table = ck::table_ref(call.relid);
-        r.column = ck::column_ref(r.table, call.column);
+        r.column = ck::column_ref(r.table, call.column, call.column_hint);
         r.key = ck::key_column_ref(r.table, call.key_column);
-        r.key_match = ck::key_match_sql(r.key, call.key_type, 1);
+        r.key_param = ck::key_param_type(r.key, call.key_type);
+        r.key_match = ck::key_match_sql(r.key, r.key_param, 1);
         r.column_eq = key.kind == StatementKind::Transition ? ck::equality_operator_sql(r.column.type) : nullptr;
     });
     bool counter = key.kind == StatementKind::Decrement || key.kind == StatementKind::Increment;
-    if (counter && !is_counter_type(r.column.base_type))
+    int64 max = counter_max(r.column.base_type);
+    if (counter && max == 0)
         throw ck::Error(ERRCODE_DATATYPE_MISMATCH,
                         ck::fmt("column \"%s\" of table \"%s\" is of type %s, not a counter",
                                 r.column.name, r.table.qualified, r.column.type_display),
-                        "A counter column must be smallint, integer, bigint or numeric.");
+                        "A counter column is smallint, integer or bigint.",
+                        ck::fmt("For a column of type %s use ck.update_if_version, or UPDATE ... SET %s = %s - amount "
+                                "WHERE %s >= amount.",
+                                r.column.type_display, r.column.sql, r.column.sql, r.column.sql));
 
     // Operators are schema-qualified (see qualify.hpp): the caller's search_path reaches none.
     std::string col = r.column.sql;
     std::string set_where = "UPDATE " + std::string(r.table.rows_sql) + " SET " + col + " = ";
     std::string where = std::string(" WHERE ") + r.key_match;
-    std::string returning = " RETURNING " + col + "::pg_catalog.numeric";
+    std::string returning = " RETURNING " + col + "::pg_catalog.int8";
     std::string sql;
-    Oid types[3] = {call.key_type, INT8OID, NUMERICOID};
+    Oid types[3] = {r.key_param, INT8OID, INT8OID};
     int nargs = 2;
     switch (key.kind) {
     case StatementKind::Decrement:
@@ -110,9 +132,10 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         sql = set_where + col + CK_OP("-") "$2" + where + " AND " + col + CK_OP(">=") "$2" + returning;
         break;
     case StatementKind::Increment:
-        // $3 is the upper bound; compared as bound - amount so the test cannot overflow.
-        sql = set_where + col + CK_OP("+") "$2" + where + " AND " + col + CK_OP("<=") "($3" CK_OP("-") "$2)" +
-              returning;
+        // $3 is the upper bound less the amount (the caller computed it without overflow), NULL
+        // without a bound: then the column type's maximum bounds it, so the sum always fits.
+        sql = set_where + col + CK_OP("+") "$2" + where + " AND " + col + CK_OP("<=") "COALESCE($3, " +
+              std::to_string(max) + "::pg_catalog.int8" CK_OP("-") "$2)" + returning;
         nargs = 3;
         break;
     case StatementKind::Transition:
@@ -132,17 +155,21 @@ Prepared build(const ck::PlanKey &key, const Call &call)
     }
 
     SPIPlanPtr plan = ck::pg_call([&] { return ck::prepare_kept(sql.c_str(), nargs, types); });
-    return ck::row_plan(plan, r.table, r.column, r.key, call.key_type);
+    return ck::row_plan(plan, r.table, r.column, r.key, r.key_param);
 }
 
-const Prepared &prepared(StatementKind kind, const Call &call)
+// The plan for kind, cached by the key's type as the call gives it (unknown for a literal);
+// a literal key is then read as the type the plan takes.
+const Prepared &prepared(StatementKind kind, Call &call)
 {
     ck::PlanKey key(kind, call.relid, call.key_type, call.column, call.key_column);
-    return ck::prepare_once(key, [&] { return build(key, call); });
+    const Prepared &p = ck::prepare_once(key, [&] { return build(key, call); });
+    ck::resolve_key(p, &call.key, &call.key_type);
+    return p;
 }
 
 // The row's current value of the column as text; false when there is no such row.
-bool current_value(const Call &call, std::string *value)
+bool current_value(Call &call, std::string *value)
 {
     const Prepared &read = prepared(StatementKind::ReadAsText, call);
     Datum values[1] = {call.key};
@@ -155,68 +182,91 @@ bool current_value(const Call &call, std::string *value)
     return true;
 }
 
-// The single numeric a counter UPDATE returned, copied out of SPI's memory.
-Datum returned_numeric()
-{
-    bool isnull;
-    Datum d = ck::result_datum(0, 1, &isnull);
-    return ck::pg_call([&] { return SPI_datumTransfer(d, false, -1); });
-}
-
 // The message shared by all raising forms: "<table> <key>: ...".
 std::string row_label(const Prepared &p, const Call &call)
 {
     return p.table + " " + ck::key_text(call.key, call.key_type);
 }
 
-// Shared by the four counter functions; col 1, key 2, amount 3, bound 4 when increment.
-Datum change_counter(FunctionCallInfo fcinfo, StatementKind kind, bool raise)
+// A counter function: how it is called (for the 42703 of a 0.x call) and its try_ form.
+struct Counter {
+    StatementKind kind;
+    const char *column_hint;
+    const char *try_hint;     // on the raising form's errors; nullptr: this is the try_ form
+};
+
+constexpr Counter try_decrement{StatementKind::Decrement,
+                                "1.0 takes the key before the column: ck.try_decrement(table, key, column, amount).",
+                                nullptr};
+constexpr Counter decrement{StatementKind::Decrement,
+                            "1.0 takes the key before the column: ck.decrement(table, key, column, amount).",
+                            "ck.try_decrement returns NULL instead of raising."};
+constexpr Counter try_increment{StatementKind::Increment,
+                                "1.0 takes the key before the column: ck.try_increment(table, key, column, amount, "
+                                "upper_bound).",
+                                nullptr};
+constexpr Counter increment{StatementKind::Increment,
+                            "1.0 takes the key before the column: ck.increment(table, key, column, amount, "
+                            "upper_bound).",
+                            "ck.try_increment returns NULL instead of raising."};
+
+// Shared by the four counter functions: tbl 0, key 1, col 2, amount 3, upper_bound 4 (increment),
+// key_column last.
+Datum change_counter(FunctionCallInfo fcinfo, const Counter &f)
 {
-    bool increment = kind == StatementKind::Increment;
-    Call call = read_call(fcinfo, 1, 2, increment ? 5 : 4);
-    int64 amount = read_amount(fcinfo, 3);
-    if (increment) {
-        require_arg(fcinfo, 4, "upper_bound");
-        call.bound = PG_GETARG_DATUM(4);
+    bool increment = f.kind == StatementKind::Increment;
+    Call call = read_call(fcinfo, increment ? 5 : 4);
+    call.column_hint = f.column_hint;
+    call.amount = read_amount(fcinfo, 3);
+    int64 limit = 0;
+    bool reachable = true;   // false: no value plus amount stays within the bound
+    call.bound_null = !increment || PG_ARGISNULL(4);
+    if (!call.bound_null) {
+        reachable = !pg_sub_s64_overflow(PG_GETARG_INT64(4), call.amount, &limit);
+        call.bound = Int64GetDatum(limit);
     }
-    call.amount = Int64GetDatum(amount);
 
     ck::spi_connect();
-    const Prepared &p = prepared(kind, call);
-    Datum values[3] = {call.key, call.amount, call.bound};
-    if (ck::execute_plan(p.plan, values, nullptr) == 1) {
-        Datum result = returned_numeric();
+    const Prepared &p = prepared(f.kind, call);
+    Datum values[3] = {call.key, Int64GetDatum(call.amount), call.bound};
+    char nulls[3] = {' ', ' ', call.bound_null ? 'n' : ' '};
+    if (reachable && ck::execute_plan(p.plan, values, nulls) == 1) {
+        bool isnull;
+        int64 result = DatumGetInt64(ck::result_datum(0, 1, &isnull));
         ck::spi_finish();
-        PG_RETURN_DATUM(result);
+        PG_RETURN_INT64(result);
     }
-    if (!raise) {
+    if (f.try_hint == nullptr) {
         ck::spi_finish();
         PG_RETURN_NULL();
     }
 
     std::string current;
     if (!current_value(call, &current))
-        ck::raise_no_such_row(p, ck::key_text(call.key, call.key_type));
+        ck::raise_no_such_row(p, ck::key_text(call.key, call.key_type), f.try_hint);
     std::string label = row_label(p, call);
     if (increment) {
-        const char *bound = ck::pg_call([&] { return DatumGetCString(DirectFunctionCall1(numeric_out, call.bound)); });
+        std::string bound = call.bound_null ? "the largest value of its type"
+                                            : ck::fmt(INT64_FORMAT, PG_GETARG_INT64(4));
         throw ck::Error(CK_ERRCODE_BOUND_EXCEEDED,
                         ck::fmt("%s: %s is %s, adding " INT64_FORMAT " would pass %s", label.c_str(),
-                                p.column.c_str(), current.c_str(), amount, bound),
+                                p.column.c_str(), current.c_str(), call.amount, bound.c_str()),
                         ck::fmt("Table %s, %s: current %s, amount " INT64_FORMAT ", upper bound %s.",
-                                p.qualified.c_str(), p.column.c_str(), current.c_str(), amount, bound));
+                                p.qualified.c_str(), p.column.c_str(), current.c_str(), call.amount, bound.c_str()),
+                        f.try_hint);
     }
     throw ck::Error(CK_ERRCODE_INSUFFICIENT,
                     ck::fmt("%s: %s is %s, " INT64_FORMAT " requested", label.c_str(), p.column.c_str(),
-                            current.c_str(), amount),
+                            current.c_str(), call.amount),
                     ck::fmt("Table %s, %s: available %s, requested " INT64_FORMAT ".", p.qualified.c_str(),
-                            p.column.c_str(), current.c_str(), amount));
+                            p.column.c_str(), current.c_str(), call.amount),
+                    f.try_hint);
 }
 
-// ck.transition(tbl, key, col, from_value, to_value [, key_column]).
+// ck.transition / ck.try_transition(tbl, key, col, from_value, to_value [, key_column]).
 Datum change_state(FunctionCallInfo fcinfo, bool raise)
 {
-    Call call = read_call(fcinfo, 2, 1, 5);
+    Call call = read_call(fcinfo, 5);
     require_arg(fcinfo, 3, "from_value");
     require_arg(fcinfo, 4, "to_value");
     call.from_value = PG_GETARG_DATUM(3);
@@ -231,23 +281,26 @@ Datum change_state(FunctionCallInfo fcinfo, bool raise)
         PG_RETURN_BOOL(changed);
     }
 
+    const char *hint = "ck.try_transition returns false instead of raising.";
     std::string current;
     if (!current_value(call, &current))
-        ck::raise_no_such_row(p, ck::key_text(call.key, call.key_type));
+        ck::raise_no_such_row(p, ck::key_text(call.key, call.key_type), hint);
     std::string label = row_label(p, call);
     std::string from = ck::pg_call([&] { return TextDatumGetCString(call.from_value); });
     throw ck::Error(CK_ERRCODE_WRONG_STATE,
                     ck::fmt("%s: %s is '%s', not '%s'", label.c_str(), p.column.c_str(), current.c_str(),
                             from.c_str()),
                     ck::fmt("Table %s: the transition needs %s = '%s'.", p.qualified.c_str(),
-                            p.column.c_str(), from.c_str()));
+                            p.column.c_str(), from.c_str()),
+                    hint);
 }
 
 } // namespace
 
-CK_FUNCTION(ck_try_decrement) { return change_counter(fcinfo, StatementKind::Decrement, false); }
-CK_FUNCTION(ck_decrement) { return change_counter(fcinfo, StatementKind::Decrement, true); }
-CK_FUNCTION(ck_try_increment) { return change_counter(fcinfo, StatementKind::Increment, false); }
-CK_FUNCTION(ck_increment) { return change_counter(fcinfo, StatementKind::Increment, true); }
-CK_FUNCTION(ck_transition) { return change_state(fcinfo, false); }
-CK_FUNCTION(ck_transition_or_raise) { return change_state(fcinfo, true); }
+// The 1.0 entry points; the 0.x symbols, whose argument order differs, are in retired.cpp.
+CK_FUNCTION(ck_try_decrement_v1) { return change_counter(fcinfo, try_decrement); }
+CK_FUNCTION(ck_decrement_v1) { return change_counter(fcinfo, decrement); }
+CK_FUNCTION(ck_try_increment_v1) { return change_counter(fcinfo, try_increment); }
+CK_FUNCTION(ck_increment_v1) { return change_counter(fcinfo, increment); }
+CK_FUNCTION(ck_try_transition) { return change_state(fcinfo, false); }
+CK_FUNCTION(ck_transition_v1) { return change_state(fcinfo, true); }

@@ -1,13 +1,13 @@
 // ck.lock_namespace and the per-backend cache of namespace numbers.
 #include "lock_namespace.hpp"
 #include "args.hpp"
-#include "guc_scope.hpp"
 #include "plan_cache.hpp"
 #include "spi.hpp"
 
 extern "C" {
 #include "catalog/namespace.h"
 #include "utils/acl.h"
+#include "utils/varlena.h"
 }
 
 #include <string>
@@ -70,60 +70,92 @@ const Prepared &statement(StatementKind kind)
 }
 
 // Runs the lookup or the registration; true with *number when a row came back.
-bool run(StatementKind kind, Datum name, int32 *number)
+bool run(StatementKind kind, Datum name, int32 *number, Snap snap)
 {
     Datum values[1] = {name};
-    if (execute_plan(statement(kind).plan, values, nullptr, Snap::Fresh) == 0)
+    if (execute_plan(statement(kind).plan, values, nullptr, snap) == 0)
         return false;
     bool isnull;
     *number = DatumGetInt32(result_datum(0, 1, &isnull));
     return true;
 }
 
-} // namespace
-
-int32 lock_namespace_number(const char *name, int wait_ms)
+// The number of a name this backend has seen, for a caller who may read the registry.
+bool cached_number(const std::string &key, int32 *number)
 {
-    std::string key(name);
-    if (auto it = committed.find(key); it != committed.end()) {
-        require_registry_read();
-        return it->second;
-    }
-    if (auto it = pending.find(key); it != pending.end()) {
-        require_registry_read();
-        return it->second;
-    }
+    auto it = committed.find(key);
+    if (it == committed.end() && (it = pending.find(key)) == pending.end())
+        return false;
+    require_registry_read();
+    *number = it->second;
+    return true;
+}
+
+void check_name(const std::string &key)
+{
     if (key.empty() || key.size() > max_name_bytes)
         throw Error(ERRCODE_INVALID_PARAMETER_VALUE,
                     fmt("a lock namespace name must have 1 to %zu bytes, got %zu", max_name_bytes, key.size()));
+}
+
+// The registered name closest to name, within two edits (a typo); empty when none is. The
+// error path of lock_namespace_find only: it reads the whole registry.
+std::string closest_name(const std::string &name)
+{
+    const char *best = pg_call([&] {
+        constexpr int max_edits = 2;
+        int rc = SPI_execute("SELECT name FROM ck.lock_namespaces", true, 0);
+        if (rc != SPI_OK_SELECT)
+            elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(rc));
+        const char *found = nullptr;
+        int found_edits = max_edits + 1;
+        for (uint64 i = 0; i < SPI_processed; i++) {
+            const char *candidate = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+            int edits = varstr_levenshtein_less_equal(name.c_str(), static_cast<int>(name.size()), candidate,
+                                                      static_cast<int>(strlen(candidate)), 1, 1, 1, max_edits,
+                                                      false);
+            if (edits < found_edits && edits < static_cast<int>(name.size())) {
+                found = candidate;
+                found_edits = edits;
+            }
+        }
+        return found;
+    });
+    return best != nullptr ? best : "";
+}
+
+} // namespace
+
+int32 lock_namespace_register(const char *name)
+{
+    std::string key(name);
+    int32 number;
+    if (cached_number(key, &number))
+        return number;
+    check_name(key);
 
     Datum text = pg_call([&] { return PointerGetDatum(cstring_to_text(name)); });
-    int32 number;
     spi_connect();
     // Look first (no write for a known name); register if missing; a concurrent first use
     // that won the insert is found by the second look (READ COMMITTED sees it once committed).
-    bool found = run(StatementKind::NamespaceLookup, text, &number);
+    bool found = run(StatementKind::NamespaceLookup, text, &number, Snap::Fresh);
     if (!found) {
-        // The insert waits for a concurrent, uncommitted registration of the same name:
-        // bounded by the caller's timeout when there is one, else by lock_timeout.
-        int nest = wait_ms >= 0 ? pg_call([&] { return push_lock_timeout(wait_ms); }) : -1;
+        // The insert waits for a concurrent, uncommitted registration of the same name, as
+        // long as lock_timeout allows.
         try {
-            found = run(StatementKind::NamespaceRegister, text, &number);
+            found = run(StatementKind::NamespaceRegister, text, &number, Snap::Fresh);
         } catch (const PgError &e) {
             ErrorData *edata = e.data();
             if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
                 pg_call([&] {
                     edata->message = psprintf("lock namespace \"%s\" is being registered by another transaction",
                                               name);
-                    edata->detail = wait_ms >= 0 ? psprintf("Not committed within %d ms.", wait_ms)
-                                                 : pstrdup("Not committed within lock_timeout.");
+                    edata->detail = pstrdup("Not committed within lock_timeout.");
                     edata->hint = pstrdup("Register namespaces up front with ck.lock_namespace() and commit.");
                 });
             throw;
         }
-        if (nest >= 0)
-            pg_call([&] { pop_settings(nest); });
-        found = found || run(StatementKind::NamespaceLookup, text, &number);
+        found = found || run(StatementKind::NamespaceLookup, text, &number, Snap::Fresh);
     }
     spi_finish();
     if (!found)
@@ -131,6 +163,32 @@ int32 lock_namespace_number(const char *name, int wait_ms)
                     fmt("lock namespace \"%s\" was registered by a concurrent transaction", name),
                     "This transaction's snapshot is older than that registration.",
                     "Retry the transaction, or register namespaces under READ COMMITTED.");
+    pending.emplace(key, number);
+    return number;
+}
+
+int32 lock_namespace_find(const char *name)
+{
+    std::string key(name);
+    int32 number;
+    if (cached_number(key, &number))
+        return number;
+    check_name(key);
+
+    Datum text = pg_call([&] { return PointerGetDatum(cstring_to_text(name)); });
+    spi_connect();
+    // The latest snapshot, under REPEATABLE READ too: a name registered since this
+    // transaction began (by a migration, say) exists.
+    if (!run(StatementKind::NamespaceLookup, text, &number, Snap::Latest)) {
+        std::string closest = closest_name(key);
+        std::string create = pg_call([&] { return quote_literal_cstr(name); });
+        std::string guess = closest.empty() ? "" : fmt("Did you mean \"%s\"? ", closest.c_str());
+        throw Error(ERRCODE_UNDEFINED_OBJECT, fmt("lock namespace \"%s\" does not exist", name),
+                    "A lock call does not create its namespace: a mistyped name would lock nothing anyone else locks.",
+                    fmt("%sCreate a namespace once, e.g. in a migration: SELECT ck.lock_namespace(%s).", guess.c_str(),
+                        create.c_str()));
+    }
+    spi_finish();
     pending.emplace(key, number);
     return number;
 }
@@ -147,5 +205,5 @@ CK_FUNCTION(ck_lock_namespace)
 {
     ck::require_arg(fcinfo, 0, "namespace name");
     const char *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-    PG_RETURN_INT32(ck::lock_namespace_number(name));
+    PG_RETURN_INT32(ck::lock_namespace_register(name));
 }

@@ -9,11 +9,13 @@
 // requires every unique index to include it.) A Citus statement may wait on another node,
 // where this backend's lock_timeout does not reach: PostgreSQL's lock-timeout timer bounds it
 // here instead, cancelling it (and Citus the remote part) with 55P03.
+// keys is declared "any": an unknown literal '{A1,B2}' is read as an array of the key column's type.
 #include "args.hpp"
 #include "citus.hpp"
 #include "guc_scope.hpp"
 #include "plan_cache.hpp"
 #include "relation.hpp"
+#include "row_key.hpp"
 #include "spi.hpp"
 
 extern "C" {
@@ -55,35 +57,38 @@ const Mode &mode_arg(FunctionCallInfo fcinfo, int argno)
 struct Call {
     Oid relid;
     Datum keys;
-    Oid keys_type;
+    Oid keys_type;           // UNKNOWNOID for a literal, until resolve_key
     const Mode *mode;
     int ms;                  // -1: no bound of the call's own; 0: NOWAIT
     const char *key_column;  // nullptr: the primary key
 };
 
-const ck::Prepared &prepared(const Call &call)
+// The plan, cached by the keys' type as the call gives it (unknown for a literal); a literal is
+// then read as the array type the plan takes.
+const ck::Prepared &prepared(Call &call)
 {
     std::string variant = std::string(call.mode->name) + (call.ms == 0 ? " nowait" : "");
     ck::PlanKey key(ck::StatementKind::LockRows, call.relid, call.keys_type, variant.c_str(), call.key_column);
-    return ck::prepare_once(key, [&] {
+    const ck::Prepared &prepared = ck::prepare_once(key, [&] {
         ck::Prepared p;
         ck::pg_call([&] {
             ck::TableRef t = ck::table_ref(call.relid);
             ck::ColumnRef k = ck::key_column_ref(t, call.key_column);
             const char *nowait = call.ms == 0 ? " NOWAIT" : "";
-            Oid types[1] = {call.keys_type};
+            p.key_type = ck::key_param_type(k, call.keys_type, true);
+            Oid types[1] = {p.key_type};
             ck::CitusTable citus = ck::citus_table(call.relid);
             p.citus = citus.kind != ck::CitusKind::none;
             if (citus.kind != ck::CitusKind::distributed) {
                 p.plan = ck::prepare_kept(psprintf("SELECT FROM %s WHERE %s ORDER BY %s %s%s", t.rows_sql,
-                                                   ck::key_in_array_sql(k, call.keys_type, 1), k.sql,
+                                                   ck::key_in_array_sql(k, p.key_type, 1), k.sql,
                                                    call.mode->clause, nowait),
                                           1, types);
                 return;
             }
             // The distinct keys in order, then one routed statement per key.
             p.plan = ck::prepare_kept("SELECT DISTINCT u.k FROM pg_catalog.unnest($1) AS u(k) ORDER BY u.k", 1, types);
-            Oid element[1] = {get_element_type(call.keys_type)};
+            Oid element[1] = {get_element_type(p.key_type)};
             p.each_plan = ck::prepare_kept(psprintf("SELECT FROM %s WHERE %s %s%s", t.rows_sql,
                                                     ck::key_match_sql(k, element[0], 1), call.mode->clause, nowait),
                                            1, element);
@@ -91,6 +96,8 @@ const ck::Prepared &prepared(const Call &call)
         p.table = ck::pg_call([&] { return get_rel_name(call.relid); });
         return p;
     });
+    ck::resolve_key(prepared, &call.keys, &call.keys_type);
+    return prepared;
 }
 
 // Takes the locks one row per fetch, each wait bounded by what is left of ms, so the whole
@@ -191,12 +198,17 @@ CK_FUNCTION(ck_lock_rows)
     call.mode = &mode_arg(fcinfo, 2);
     call.ms = ck::timeout_ms_arg(fcinfo, 3, true, "'0' locks without waiting (NOWAIT); NULL waits as lock_timeout says.");
     call.key_column = PG_ARGISNULL(4) ? nullptr : NameStr(*PG_GETARG_NAME(4));
-    if (ck::pg_call([&] { return array_contains_nulls(DatumGetArrayTypeP(call.keys)); }))
-        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "keys must not contain NULL",
-                        "A NULL key matches no row: the lock it asks for would silently not be taken.");
+    if (call.keys_type != UNKNOWNOID && !OidIsValid(ck::pg_call([&] { return get_element_type(call.keys_type); })))
+        throw ck::Error(ERRCODE_DATATYPE_MISMATCH,
+                        ck::fmt("keys must be an array, not %s",
+                                ck::pg_call([&] { return format_type_be(call.keys_type); })),
+                        "", "Pass the keys as an array: ARRAY[1, 2] or '{A1,B2}'.");
 
     ck::spi_connect();
     const ck::Prepared &p = prepared(call);
+    if (ck::pg_call([&] { return array_contains_nulls(DatumGetArrayTypeP(call.keys)); }))
+        throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "keys must not contain NULL",
+                        "A NULL key matches no row: the lock it asks for would silently not be taken.");
     Datum values[1] = {call.keys};
     uint64 locked;
     try {
@@ -217,5 +229,6 @@ CK_FUNCTION(ck_lock_rows)
         throw;
     }
     ck::spi_finish();
+    ck::warn_outside_transaction_block("ck.lock_rows");
     PG_RETURN_INT64(static_cast<int64>(locked));
 }

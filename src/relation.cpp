@@ -65,12 +65,13 @@ static ColumnRef column_by_attnum(const TableRef &table, AttrNumber attnum)
     return c;
 }
 
-ColumnRef column_ref(const TableRef &table, const char *name)
+ColumnRef column_ref(const TableRef &table, const char *name, const char *hint)
 {
     AttrNumber attnum = get_attnum(table.relid, name);
     if (attnum <= 0)   // InvalidAttrNumber (missing or dropped) or a system column
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                        errmsg("column \"%s\" of table \"%s\" does not exist", name, table.qualified)));
+                        errmsg("column \"%s\" of table \"%s\" does not exist", name, table.qualified),
+                        hint != nullptr ? errhint("%s", hint) : 0));
     return column_by_attnum(table, attnum);
 }
 

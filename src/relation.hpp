@@ -37,8 +37,9 @@ TableRef table_ref(Oid relid);
 // table (SELECT on it or on one of its columns), as the plain DDL would need to: 42501 otherwise.
 void require_select(const TableRef &table);
 
-// A user column of the table, by name (42703 when missing, dropped or a system column).
-ColumnRef column_ref(const TableRef &table, const char *name);
+// A user column of the table, by name (42703 when missing, dropped or a system column, with
+// hint when one is given).
+ColumnRef column_ref(const TableRef &table, const char *name, const char *hint = nullptr);
 
 // The column that identifies one row: the single-column primary key when key_column is
 // NULL, else key_column, which must carry a single-column unique index (42P10 otherwise).

@@ -1,7 +1,8 @@
-// Optimistic versioned updates (the seed article's version column): ck.update_if_version and
-// ck.update_if_version_or_raise run one
+// Optimistic versioned updates (the seed article's version column): ck.try_update_if_version and
+// ck.update_if_version run one
 //   UPDATE t SET <each column of changes> = <its value>, v = v + 1 WHERE key AND v = $version
-// so the check and the write are one statement; no row means someone changed it since.
+// so the check and the write are one statement; no row means someone changed it since. The key
+// is declared "any": an unknown literal 'A1' is read as the key column's type.
 #include "args.hpp"
 #include "errcodes.hpp"
 #include "plan_cache.hpp"
@@ -22,7 +23,7 @@ using ck::StatementKind;
 struct Call {
     Oid relid;
     Datum key;
-    Oid key_type;
+    Oid key_type;             // UNKNOWNOID for a literal, until resolve_key
     int64 version;
     Jsonb *changes;
     const char *version_col;
@@ -101,6 +102,7 @@ Prepared build(const Call &call, StatementKind kind)
         ck::TableRef table;
         ck::ColumnRef key;
         ck::ColumnRef version;
+        Oid key_param;            // the type the key parameter takes
         const char *key_match;
         const char *sets;   // "a = ..., b = ..., " for every changed column
     } r;
@@ -108,7 +110,8 @@ Prepared build(const Call &call, StatementKind kind)
         r.table = ck::table_ref(call.relid);
         r.key = ck::key_column_ref(r.table, call.key_column);
         r.version = ck::column_ref(r.table, call.version_col);
-        r.key_match = ck::key_match_sql(r.key, call.key_type, 1);
+        r.key_param = ck::key_param_type(r.key, call.key_type);
+        r.key_match = ck::key_match_sql(r.key, r.key_param, 1);
         if (!ck::is_version_type(r.version.base_type))
             ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
                             errmsg("column \"%s\" of table \"%s\" is of type %s, not a version", r.version.name,
@@ -135,16 +138,20 @@ Prepared build(const Call &call, StatementKind kind)
         sql = std::string("SELECT ") + v + "::pg_catalog.int8 FROM " + r.table.rows_sql + " WHERE " + r.key_match;
         nargs = 1;
     }
-    Oid types[3] = {call.key_type, INT8OID, JSONBOID};
+    Oid types[3] = {r.key_param, INT8OID, JSONBOID};
     SPIPlanPtr plan = ck::pg_call([&] { return ck::prepare_kept(sql.c_str(), nargs, types); });
-    return ck::row_plan(plan, r.table, r.version, r.key, call.key_type);
+    return ck::row_plan(plan, r.table, r.version, r.key, r.key_param);
 }
 
-const Prepared &prepared(const Call &call, StatementKind kind)
+// The plan, cached by the key's type as the call gives it (unknown for a literal); a literal
+// key is then read as the type the plan takes.
+const Prepared &prepared(Call &call, StatementKind kind)
 {
     ck::PlanKey key(kind, call.relid, call.key_type, call.version_col, call.key_column,
                     kind == StatementKind::VersionUpdate ? call.columns : std::string());
-    return ck::prepare_once(key, [&] { return build(call, kind); });
+    const Prepared &p = ck::prepare_once(key, [&] { return build(call, kind); });
+    ck::resolve_key(p, &call.key, &call.key_type);
+    return p;
 }
 
 // The version in column 1 of the last result's first row (NULL when the row holds NULL).
@@ -175,20 +182,23 @@ Datum update_if_version(FunctionCallInfo fcinfo, bool raise)
 
     // A fresh snapshot: the UPDATE may have waited for the writer that made it stale; the
     // message reports the version that writer left.
+    const char *hint = "ck.try_update_if_version returns NULL instead of raising.";
     const Prepared &read = prepared(call, StatementKind::ReadVersion);
     std::string key = ck::key_text(call.key, call.key_type);
     if (ck::execute_plan(read.plan, values, nullptr, ck::Snap::Fresh) == 0)
-        ck::raise_no_such_row(p, key);
+        ck::raise_no_such_row(p, key, hint);
     std::string current = returned_version(&version) ? ck::fmt(INT64_FORMAT, version) : "NULL";
     throw ck::Error(CK_ERRCODE_STALE_VERSION,
                     ck::fmt("%s %s: %s is %s, not " INT64_FORMAT ": the row changed since it was read",
                             p.table.c_str(), key.c_str(), p.column.c_str(), current.c_str(), call.version),
                     ck::fmt("Table %s, %s: expected " INT64_FORMAT ", current %s.", p.qualified.c_str(),
                             p.column.c_str(), call.version, current.c_str()),
-                    "Read the row again, apply the change to what it holds now, and retry with its version.");
+                    "Read the row again, apply the change to what it holds now, and retry with its version; "
+                    "ck.try_update_if_version returns NULL instead of raising.");
 }
 
 } // namespace
 
-CK_FUNCTION(ck_update_if_version) { return update_if_version(fcinfo, false); }
-CK_FUNCTION(ck_update_if_version_or_raise) { return update_if_version(fcinfo, true); }
+// The 1.0 entry points; the 0.x symbols, whose names meant the other form, are in retired.cpp.
+CK_FUNCTION(ck_try_update_if_version) { return update_if_version(fcinfo, false); }
+CK_FUNCTION(ck_update_if_version_v1) { return update_if_version(fcinfo, true); }
