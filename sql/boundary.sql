@@ -4,7 +4,7 @@ CREATE TABLE guarded (id int PRIMARY KEY, qty int NOT NULL CHECK (qty <= 100));
 INSERT INTO guarded VALUES (1, 50), (2, 50);
 
 -- a CHECK constraint violated by the UPDATE our function runs
-SELECT test.outcome($$SELECT ck.try_increment('guarded', 'qty', 1, 60, 1000)$$);
+SELECT test.outcome($$SELECT ck.try_increment('guarded', 1, 'qty', 60, 1000)$$);
 
 -- an error raised by a trigger inside our statement, with every field
 CREATE FUNCTION guarded_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -17,7 +17,7 @@ BEGIN
 END $$;
 CREATE TRIGGER guarded_refuse BEFORE UPDATE ON guarded
     FOR EACH ROW EXECUTE FUNCTION guarded_refuse();
-SELECT test.outcome($$SELECT ck.try_decrement('guarded', 'qty', 2, 1)$$);
+SELECT test.outcome($$SELECT ck.try_decrement('guarded', 2, 'qty', 1)$$);
 
 -- a query cancel (statement_timeout) inside our statement arrives as 57014
 CREATE FUNCTION guarded_slow() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -30,7 +30,7 @@ CREATE TRIGGER guarded_slow BEFORE UPDATE ON guarded
 UPDATE guarded SET qty = 14 WHERE id = 1;
 SET statement_timeout = '200ms';
 \set VERBOSITY sqlstate
-SELECT ck.try_decrement('guarded', 'qty', 1, 1);
+SELECT ck.try_decrement('guarded', 1, 'qty', 1);
 \set VERBOSITY default
 RESET statement_timeout;
 
@@ -41,17 +41,17 @@ DECLARE
 BEGIN
     FOR i IN 1..3 LOOP
         BEGIN
-            PERFORM ck.decrement('guarded', 'qty', 1, 1000);
+            PERFORM ck.decrement('guarded', 1, 'qty', 1000);
         EXCEPTION WHEN SQLSTATE 'CK001' THEN
             caught := caught + 1;
         END;
         BEGIN
-            PERFORM ck.try_decrement('guarded', 'qty', 2, 1);
+            PERFORM ck.try_decrement('guarded', 2, 'qty', 1);
         EXCEPTION WHEN division_by_zero THEN
             caught := caught + 1;
         END;
     END LOOP;
     RAISE NOTICE 'caught % errors', caught;
 END $$;
-SELECT ck.try_decrement('guarded', 'qty', 1, 4);
+SELECT ck.try_decrement('guarded', 1, 'qty', 4);
 SELECT * FROM guarded ORDER BY id;

@@ -18,15 +18,15 @@ CREATE FUNCTION mem_failures(n int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     FOR i IN 1..n LOOP
         BEGIN
-            PERFORM ck.decrement('mem', 'qty', 0, 1);
+            PERFORM ck.decrement('mem', 0, 'qty', 1);
         EXCEPTION WHEN SQLSTATE 'CK001' THEN NULL;
         END;
         BEGIN
-            PERFORM ck.try_decrement('mem_refusing', 'qty', 1, 1);
+            PERFORM ck.try_decrement('mem_refusing', 1, 'qty', 1);
         EXCEPTION WHEN division_by_zero THEN NULL;
         END;
         BEGIN
-            PERFORM ck.try_decrement('mem', 'qty', 1, -1);
+            PERFORM ck.try_decrement('mem', 1, 'qty', -1);
         EXCEPTION WHEN invalid_parameter_value THEN NULL;
         END;
     END LOOP;
@@ -36,7 +36,7 @@ END $$;
 CREATE PROCEDURE mem_successes(n int) LANGUAGE plpgsql AS $$
 BEGIN
     FOR i IN 1..n LOOP
-        PERFORM ck.try_decrement('mem', 'qty', i % 1000 + 1, 1);
+        PERFORM ck.try_decrement('mem', i % 1000 + 1, 'qty', 1);
         IF i % 1000 = 0 THEN
             COMMIT;
         END IF;
@@ -80,18 +80,18 @@ BEGIN
     FOR i IN 1..calls LOOP
         k := i % 1000 + 1;
         SELECT version INTO v FROM mem_v WHERE id = k;
-        IF ck.update_if_version('mem_v', k, v, jsonb_build_object('n', i)) IS DISTINCT FROM v + 1 THEN
+        IF ck.try_update_if_version('mem_v', k, v, jsonb_build_object('n', i)) IS DISTINCT FROM v + 1 THEN
             RAISE 'update_if_version: row % refused version % at call %', k, v, i;
         END IF;
         IF ck.lock_rows('mem_v', ARRAY[k % 1000 + 1, k]) <> 2 THEN
             RAISE 'lock_rows: not two rows at call %', i;
         END IF;
         IF i % 10 = 0 THEN
-            IF ck.update_if_version('mem_v', k, v, '{"n": 0}') IS NOT NULL THEN
+            IF ck.try_update_if_version('mem_v', k, v, '{"n": 0}') IS NOT NULL THEN
                 RAISE 'update_if_version: stale version % of row % accepted', v, k;
             END IF;
             BEGIN
-                PERFORM ck.update_if_version_or_raise('mem_v', k, v, '{"n": 0}');
+                PERFORM ck.update_if_version('mem_v', k, v, '{"n": 0}');
                 RAISE 'update_if_version_or_raise: stale version accepted';
             EXCEPTION WHEN SQLSTATE 'CK006' THEN NULL;
             END;

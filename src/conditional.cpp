@@ -133,8 +133,9 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         break;
     case StatementKind::Increment:
         // $3 is the upper bound less the amount (the caller computed it without overflow), NULL
-        // without a bound: then the column type's maximum bounds it, so the sum always fits.
-        sql = set_where + col + CK_OP("+") "$2" + where + " AND " + col + CK_OP("<=") "COALESCE($3, " +
+        // without a bound; the column type's maximum bounds it too (LEAST skips a NULL), so
+        // the sum always fits the column.
+        sql = set_where + col + CK_OP("+") "$2" + where + " AND " + col + CK_OP("<=") "LEAST($3, " +
               std::to_string(max) + "::pg_catalog.int8" CK_OP("-") "$2)" + returning;
         nargs = 3;
         break;

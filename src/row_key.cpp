@@ -3,6 +3,10 @@
 #include "boundary.hpp"
 #include "errcodes.hpp"
 
+extern "C" {
+#include "parser/parse_coerce.h"
+}
+
 namespace ck {
 
 Prepared row_plan(SPIPlanPtr plan, const TableRef &table, const ColumnRef &column, const ColumnRef &key,
@@ -18,9 +22,20 @@ Prepared row_plan(SPIPlanPtr plan, const TableRef &table, const ColumnRef &colum
     return p;
 }
 
+// An argument of a string type (text, varchar, ... or an array of one) for a key column of
+// another category: read with that column type's input function, as a literal would be.
+static bool read_as_key_type(Oid arg_type, Oid key_type, bool as_array)
+{
+    if (arg_type == UNKNOWNOID)
+        return true;
+    Oid element = as_array ? get_element_type(arg_type) : arg_type;
+    return OidIsValid(element) && TypeCategory(element) == TYPCATEGORY_STRING &&
+           TypeCategory(key_type) != TYPCATEGORY_STRING;
+}
+
 Oid key_param_type(const ColumnRef &key, Oid arg_type, bool as_array)
 {
-    if (arg_type != UNKNOWNOID)
+    if (!read_as_key_type(arg_type, key.type, as_array))
         return arg_type;
     if (!as_array)
         return key.type;
@@ -34,14 +49,22 @@ Oid key_param_type(const ColumnRef &key, Oid arg_type, bool as_array)
 
 void resolve_key(const Prepared &p, Datum *key, Oid *key_type)
 {
-    if (*key_type != UNKNOWNOID)
+    if (*key_type == p.key_type)
         return;
-    // An unknown literal arrives as a C string (the parser leaves it uncoerced for "any").
+    // Only a key key_param_type read as the plan's type gets here: an unknown literal arrives
+    // as a C string (the parser leaves it uncoerced for "any"), a string type is printed first.
     *key = pg_call([&] {
+        char *text = DatumGetCString(*key);
+        if (*key_type != UNKNOWNOID) {
+            Oid output;
+            bool varlena;
+            getTypeOutputInfo(*key_type, &output, &varlena);
+            text = OidOutputFunctionCall(output, *key);
+        }
         Oid input;
         Oid io_param;
         getTypeInputInfo(p.key_type, &input, &io_param);
-        return OidInputFunctionCall(input, DatumGetCString(*key), io_param, -1);
+        return OidInputFunctionCall(input, text, io_param, -1);
     });
     *key_type = p.key_type;
 }

@@ -14,12 +14,13 @@ Prepared row_plan(SPIPlanPtr plan, const TableRef &table, const ColumnRef &colum
                   Oid key_type);
 
 // The type a plan's key parameter takes for a key argument (declared "any") of type arg_type:
-// an unknown literal ('A1') is read as the key column's type (as_array: its array type, for a
-// literal '{A1,B2}'), any other type is matched by key_match_sql.
+// an unknown literal ('A1'), or a string (text, varchar) for a key column of another kind, is
+// read as the key column's type (as_array: its array type, for '{A1,B2}'); any other type is
+// passed as it is and matched by key_match_sql (or refused there with 42804). Inside pg_call.
 Oid key_param_type(const ColumnRef &key, Oid arg_type, bool as_array = false);
 
-// A key argument that was an unknown literal, read with the input function of the type p's
-// plan takes (22P02 and the like when it is not one); other keys are left as they are.
+// A key argument key_param_type chose to read as the type p's plan takes, read so with that
+// type's input function (22P02 and the like when it is not one); other keys are left as they are.
 void resolve_key(const Prepared &p, Datum *key, Oid *key_type);
 
 // The key as text, for messages.

@@ -45,7 +45,7 @@ act_last_units() {
         -c "CREATE TABLE sales(id bigserial, sku int)"
     echo "  Naive: read qty; if it is > 0, write back <qty read> - 1 and record the sale."
     sell last_units_naive.sql
-    echo "  concurrency_kit: ck.try_decrement('stock', 'qty', 1, 1) takes a unit only while qty >= 1, in one step."
+    echo "  concurrency_kit: ck.try_decrement('stock', 1, 'qty', 1) takes a unit only while qty >= 1, in one step."
     sell last_units_ck.sql
 }
 

@@ -2,4 +2,4 @@
 -- The ::int cast is needed under -M prepared: an untyped parameter cannot stand for the anyelement key.
 \set sku random(1, :skus)
 \set n 1
-SELECT ck.try_decrement('stock', 'qty', :sku::int, :n);
+SELECT ck.try_decrement('stock', :sku::int, 'qty', :n);

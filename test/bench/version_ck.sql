@@ -3,4 +3,4 @@
 \set id random(1, :rows)
 \set n random(1, 1000000)
 SELECT version AS v FROM docs WHERE id = :id \gset
-SELECT ck.update_if_version('docs', :id::int, :v, jsonb_build_object('n', :n::int));
+SELECT ck.try_update_if_version('docs', :id::int, :v, jsonb_build_object('n', :n::int));

@@ -200,7 +200,7 @@ class Worker(threading.Thread):
                          "VALUES (%s, %s, %s, %s, ck.lock_namespace(%s))", (job_id, token, self.name_, ns_name, ns_name))
             conn.execute("SELECT ck.xact_lock('sku', %s, '10 seconds')", (sku,))
             conn.execute("INSERT INTO sales (job_id, sku, amount, left_after) "
-                         "VALUES (%s, %s, %s, ck.try_decrement('stock', 'qty', %s::int, %s))",
+                         "VALUES (%s, %s, %s, ck.try_decrement('stock', %s::int, 'qty', %s))",
                          (job_id, sku, amount, sku, amount))
             if self.acknowledge == "complete":
                 done = one(conn, "SELECT ck.complete('jobs', %s, %s)", (job_id, token))

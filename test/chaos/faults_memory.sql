@@ -137,7 +137,7 @@ DECLARE
 BEGIN
     FOR i IN 1..calls LOOP
         k := i % 1001;
-        left_after := ck.try_decrement('mem_stock', 'qty', k, 1);
+        left_after := ck.try_decrement('mem_stock', k, 'qty', 1);
         IF (k = 0) <> (left_after IS NULL) THEN
             RAISE 'try_decrement: key % gave %', k, left_after;
         END IF;
@@ -165,13 +165,13 @@ DECLARE
 BEGIN
     FOR i IN 1..calls LOOP
         forward := ((i - 1) / 1000) % 2 = 0;
-        IF NOT ck.transition('mem_seats', i % 1000 + 1, 'state', CASE WHEN forward THEN 'a' ELSE 'b' END,
+        IF NOT ck.try_transition('mem_seats', i % 1000 + 1, 'state', CASE WHEN forward THEN 'a' ELSE 'b' END,
                              CASE WHEN forward THEN 'b' ELSE 'a' END) THEN
             RAISE 'transition: seat % refused at call %', i % 1000 + 1, i;
         END IF;
         checked := checked + 1;
         IF i % 10 = 0 THEN
-            IF ck.transition('mem_seats', 0, 'state', 'a', 'b') THEN
+            IF ck.try_transition('mem_seats', 0, 'state', 'a', 'b') THEN
                 RAISE 'transition: seat 0 is not in state a';
             END IF;
             checked := checked + 1;

@@ -48,182 +48,182 @@ INSERT INTO inh_c (id) VALUES (1);
 -- Conditional change
 ------------------------------------------------------------------------------------------
 -- NULL in every position
-SELECT ck.try_decrement(NULL, 'q4', 1, 1); -- expect: 22004
-SELECT ck.try_decrement('stock', NULL, 1, 1); -- expect: 22004
-SELECT ck.try_decrement('stock', 'q4', NULL::integer, 1); -- expect: 22004
-SELECT ck.try_decrement('stock', 'q4', NULL, 1); -- expect: 22004|42804
-SELECT ck.try_decrement('stock', 'q4', 1, NULL); -- expect: 22004
-SELECT ck.try_decrement('stock', 'q4', 1, 1, NULL); -- expect: = 9
-SELECT ck.decrement(NULL, 'q4', 1, 1); -- expect: 22004
-SELECT ck.decrement('stock', NULL, 1, 1); -- expect: 22004
-SELECT ck.decrement('stock', 'q4', NULL::integer, 1); -- expect: 22004
-SELECT ck.decrement('stock', 'q4', 1, NULL); -- expect: 22004
-SELECT ck.try_increment(NULL, 'q4', 1, 1, 100); -- expect: 22004
-SELECT ck.try_increment('stock', NULL, 1, 1, 100); -- expect: 22004
-SELECT ck.try_increment('stock', 'q4', NULL::integer, 1, 100); -- expect: 22004
-SELECT ck.try_increment('stock', 'q4', 1, NULL, 100); -- expect: 22004
-SELECT ck.try_increment('stock', 'q4', 1, 1, NULL); -- expect: 22004
-SELECT ck.increment(NULL, 'q4', 1, 1, 100); -- expect: 22004
-SELECT ck.increment('stock', 'q4', 1, 1, NULL); -- expect: 22004
+SELECT ck.try_decrement(NULL, 1, 'q4', 1); -- expect: 22004
+SELECT ck.try_decrement('stock', 1, NULL, 1); -- expect: 22004
+SELECT ck.try_decrement('stock', NULL::integer, 'q4', 1); -- expect: 22004
+SELECT ck.try_decrement('stock', NULL, 'q4', 1); -- expect: 22004|42804
+SELECT ck.try_decrement('stock', 1, 'q4', NULL); -- expect: 22004
+SELECT ck.try_decrement('stock', 1, 'q4', 1, NULL); -- expect: = 9
+SELECT ck.decrement(NULL, 1, 'q4', 1); -- expect: 22004
+SELECT ck.decrement('stock', 1, NULL, 1); -- expect: 22004
+SELECT ck.decrement('stock', NULL::integer, 'q4', 1); -- expect: 22004
+SELECT ck.decrement('stock', 1, 'q4', NULL); -- expect: 22004
+SELECT ck.try_increment(NULL, 1, 'q4', 1, 100); -- expect: 22004
+SELECT ck.try_increment('stock', 1, NULL, 1, 100); -- expect: 22004
+SELECT ck.try_increment('stock', NULL::integer, 'q4', 1, 100); -- expect: 22004
+SELECT ck.try_increment('stock', 1, 'q4', NULL, 100); -- expect: 22004
+SELECT ck.try_increment('stock', 1, 'q4', 1, NULL); -- expect: 22004
+SELECT ck.increment(NULL, 1, 'q4', 1, 100); -- expect: 22004
+SELECT ck.increment('stock', 1, 'q4', 1, NULL); -- expect: 22004
+SELECT ck.try_transition(NULL, 1, 'state', 'free', 'held'); -- expect: 22004
+SELECT ck.try_transition('stock', NULL::integer, 'state', 'free', 'held'); -- expect: 22004
+SELECT ck.try_transition('stock', 1, NULL, 'free', 'held'); -- expect: 22004
+SELECT ck.try_transition('stock', 1, 'state', NULL, 'held'); -- expect: 22004
+SELECT ck.try_transition('stock', 1, 'state', 'free', NULL); -- expect: 22004
 SELECT ck.transition(NULL, 1, 'state', 'free', 'held'); -- expect: 22004
-SELECT ck.transition('stock', NULL::integer, 'state', 'free', 'held'); -- expect: 22004
-SELECT ck.transition('stock', 1, NULL, 'free', 'held'); -- expect: 22004
-SELECT ck.transition('stock', 1, 'state', NULL, 'held'); -- expect: 22004
 SELECT ck.transition('stock', 1, 'state', 'free', NULL); -- expect: 22004
-SELECT ck.transition_or_raise(NULL, 1, 'state', 'free', 'held'); -- expect: 22004
-SELECT ck.transition_or_raise('stock', 1, 'state', 'free', NULL); -- expect: 22004
 -- amounts
-SELECT ck.try_decrement('stock', 'q4', 1, 0); -- expect: 22023
-SELECT ck.try_decrement('stock', 'q4', 1, -1); -- expect: 22023
-SELECT ck.try_decrement('stock', 'q4', 1, -9223372036854775808); -- expect: 22023
-SELECT ck.try_increment('stock', 'q4', 1, 0, 100); -- expect: 22023
-SELECT ck.increment('stock', 'q4', 1, -5, 100); -- expect: 22023
-SELECT ck.try_decrement('stock', 'q4', 1, 9223372036854775807); -- expect: = <NULL>
-SELECT ck.decrement('stock', 'q4', 1, 9223372036854775807); -- expect: CK001
+SELECT ck.try_decrement('stock', 1, 'q4', 0); -- expect: 22023
+SELECT ck.try_decrement('stock', 1, 'q4', -1); -- expect: 22023
+SELECT ck.try_decrement('stock', 1, 'q4', -9223372036854775808); -- expect: 22023
+SELECT ck.try_increment('stock', 1, 'q4', 0, 100); -- expect: 22023
+SELECT ck.increment('stock', 1, 'q4', -5, 100); -- expect: 22023
+SELECT ck.try_decrement('stock', 1, 'q4', 9223372036854775807); -- expect: = <NULL>
+SELECT ck.decrement('stock', 1, 'q4', 9223372036854775807); -- expect: CK001
 -- every counter type at its bounds (row 1001: the maxima, 1002: the minima, 1003: max - 1)
-SELECT ck.try_increment('stock', 'q2', 1003, 1, 1e100); -- expect: = 32767
-SELECT ck.try_increment('stock', 'q2', 1003, 1, 1e100); -- expect: 22003
-SELECT ck.try_increment('stock', 'q2', 1, 32767, 1e100); -- expect: 22003
-SELECT ck.try_increment('stock', 'q4', 1001, 1, 1e100); -- expect: 22003
-SELECT ck.try_increment('stock', 'q4', 1003, 1, 2147483647); -- expect: = 2147483647
-SELECT ck.try_increment('stock', 'q4', 1003, 1, 2147483647); -- expect: = <NULL>
-SELECT ck.increment('stock', 'q4', 1003, 1, 2147483647); -- expect: CK002
-SELECT ck.try_increment('stock', 'q8', 1001, 1, 1e100); -- expect: 22003
-SELECT ck.try_increment('stock', 'q8', 1, 9223372036854775807, 1e100); -- expect: 22003
-SELECT ck.try_increment('stock', 'q8', 1002, 9223372036854775807, 0); -- expect: = -1
-SELECT ck.try_decrement('stock', 'q8', 1001, 9223372036854775807); -- expect: = 0
-SELECT ck.try_decrement('stock', 'q2', 1002, 1); -- expect: = <NULL>
-SELECT ck.decrement('stock', 'q2', 1002, 1); -- expect: CK001
-SELECT ck.decrement('stock', 'q8', 1002, 1); -- expect: CK001
-SELECT ck.try_decrement('stock', 'q2', 1, 32768); -- expect: = <NULL>
-SELECT ck.try_increment('stock', 'qn', 1001, 1, 'Infinity'); -- expect: ok
-SELECT ck.try_increment('stock', 'qn', 1001, 1, '-Infinity'); -- expect: = <NULL>
-SELECT ck.try_increment('stock', 'qn', 1, 1, 1e-100); -- expect: = <NULL>
-SELECT ck.try_decrement('stock', 'qn', 1004, 1); -- expect: = <NULL>
-SELECT ck.try_increment('stock', 'qd', 1, 1, 1e100); -- expect: = 11
-SELECT ck.try_increment('stock', 'qd', 1001, 1, 1e100); -- expect: 22003
-SELECT ck.try_decrement('stock', 'qd', 1004, 1); -- expect: = <NULL>
-SELECT ck.try_increment('capped', 'c', 1, 5, 1000); -- expect: 23514
-SELECT ck.try_increment('capped', 'c', 1, 2, 1000); -- expect: = 100
+SELECT ck.try_increment('stock', 1003, 'q2', 1, 1e100); -- expect: = 32767
+SELECT ck.try_increment('stock', 1003, 'q2', 1, 1e100); -- expect: 22003
+SELECT ck.try_increment('stock', 1, 'q2', 32767, 1e100); -- expect: 22003
+SELECT ck.try_increment('stock', 1001, 'q4', 1, 1e100); -- expect: 22003
+SELECT ck.try_increment('stock', 1003, 'q4', 1, 2147483647); -- expect: = 2147483647
+SELECT ck.try_increment('stock', 1003, 'q4', 1, 2147483647); -- expect: = <NULL>
+SELECT ck.increment('stock', 1003, 'q4', 1, 2147483647); -- expect: CK002
+SELECT ck.try_increment('stock', 1001, 'q8', 1, 1e100); -- expect: 22003
+SELECT ck.try_increment('stock', 1, 'q8', 9223372036854775807, 1e100); -- expect: 22003
+SELECT ck.try_increment('stock', 1002, 'q8', 9223372036854775807, 0); -- expect: = -1
+SELECT ck.try_decrement('stock', 1001, 'q8', 9223372036854775807); -- expect: = 0
+SELECT ck.try_decrement('stock', 1002, 'q2', 1); -- expect: = <NULL>
+SELECT ck.decrement('stock', 1002, 'q2', 1); -- expect: CK001
+SELECT ck.decrement('stock', 1002, 'q8', 1); -- expect: CK001
+SELECT ck.try_decrement('stock', 1, 'q2', 32768); -- expect: = <NULL>
+SELECT ck.try_increment('stock', 1001, 'qn', 1, 'Infinity'); -- expect: ok
+SELECT ck.try_increment('stock', 1001, 'qn', 1, '-Infinity'); -- expect: = <NULL>
+SELECT ck.try_increment('stock', 1, 'qn', 1, 1e-100); -- expect: = <NULL>
+SELECT ck.try_decrement('stock', 1004, 'qn', 1); -- expect: = <NULL>
+SELECT ck.try_increment('stock', 1, 'qd', 1, 1e100); -- expect: = 11
+SELECT ck.try_increment('stock', 1001, 'qd', 1, 1e100); -- expect: 22003
+SELECT ck.try_decrement('stock', 1004, 'qd', 1); -- expect: = <NULL>
+SELECT ck.try_increment('capped', 1, 'c', 5, 1000); -- expect: 23514
+SELECT ck.try_increment('capped', 1, 'c', 2, 1000); -- expect: = 100
 -- NaN: PostgreSQL orders NaN above every number, so plain SQL with these arguments changes the row too
-SELECT ck.try_decrement('stock', 'qn', 1003, 1); -- expect: = NaN
-SELECT ck.try_increment('stock', 'qn', 2, 1, 'NaN'); -- expect: = 11
+SELECT ck.try_decrement('stock', 1003, 'qn', 1); -- expect: = NaN
+SELECT ck.try_increment('stock', 2, 'qn', 1, 'NaN'); -- expect: = 11
 -- columns
-SELECT ck.try_decrement('stock', 'nope', 1, 1); -- expect: 42703
-SELECT ck.try_decrement('stock', 'gone', 1, 1); -- expect: 42703
-SELECT ck.try_decrement('stock', (SELECT attname FROM pg_attribute WHERE attrelid = 'stock'::regclass AND attisdropped), 1, 1); -- expect: 42703
-SELECT ck.try_decrement('stock', 'ctid', 1, 1); -- expect: 42703
-SELECT ck.try_decrement('stock', 'xmin', 1, 1); -- expect: 42703
-SELECT ck.try_decrement('stock', 'Q4', 1, 1); -- expect: 42703
-SELECT ck.try_decrement('stock', repeat('x', 200), 1, 1); -- expect: 42703
-SELECT ck.try_decrement('stock', 'code', 1, 1); -- expect: 42804
-SELECT ck.try_decrement('stock', 'state', 1, 1); -- expect: 42804
-SELECT ck.try_increment('bookings', 'during', 1, 1, 10); -- expect: 42804
-SELECT ck.try_decrement('gen', 'b', 1, 1); -- expect: 428C9
+SELECT ck.try_decrement('stock', 1, 'nope', 1); -- expect: 42703
+SELECT ck.try_decrement('stock', 1, 'gone', 1); -- expect: 42703
+SELECT ck.try_decrement('stock', 1, (SELECT attname FROM pg_attribute WHERE attrelid = 'stock'::regclass AND attisdropped), 1); -- expect: 42703
+SELECT ck.try_decrement('stock', 1, 'ctid', 1); -- expect: 42703
+SELECT ck.try_decrement('stock', 1, 'xmin', 1); -- expect: 42703
+SELECT ck.try_decrement('stock', 1, 'Q4', 1); -- expect: 42703
+SELECT ck.try_decrement('stock', 1, repeat('x', 200), 1); -- expect: 42703
+SELECT ck.try_decrement('stock', 1, 'code', 1); -- expect: 42804
+SELECT ck.try_decrement('stock', 1, 'state', 1); -- expect: 42804
+SELECT ck.try_increment('bookings', 1, 'during', 1, 10); -- expect: 42804
+SELECT ck.try_decrement('gen', 1, 'b', 1); -- expect: 428C9
 -- (an identity column: plain UPDATE is refused by its analysis, 428C9, before any privilege check)
-SELECT ck.try_decrement('ck.lock_namespaces', 'id', 1, 1); -- expect: 428C9
-SELECT ck.try_decrement('"Weird Table"', 'Q ty', 1, 1); -- expect: = 9
-SELECT ck.transition('"Weird Table"', 1, 'sta"te', 'a', 'b'); -- expect: = t
+SELECT ck.try_decrement('ck.lock_namespaces', 1, 'id', 1); -- expect: 428C9
+SELECT ck.try_decrement('"Weird Table"', 1, 'Q ty', 1); -- expect: = 9
+SELECT ck.try_transition('"Weird Table"', 1, 'sta"te', 'a', 'b'); -- expect: = t
 -- keys
-SELECT ck.try_decrement('stock', 'q4', 1, 1, 'q8'); -- expect: 42P10
-SELECT ck.try_decrement('stock', 'q4', 1, 1, 'nope'); -- expect: 42703
-SELECT ck.try_decrement('stock', 'q4', 'sku-3'::text, 1, 'code'); -- expect: = 9
-SELECT ck.try_decrement('stock', 'q4', 'sku-3'::varchar, 1, 'code'); -- expect: = 8
-SELECT ck.try_decrement('stock', 'q4', 'free'::mood, 1, 'code'); -- expect: = <NULL>
-SELECT ck.try_decrement('nopk', 'q', 1, 1); -- expect: 42P10
-SELECT ck.try_decrement('nopk', 'q', 1, 1, 'id'); -- expect: 42P10
-SELECT ck.try_decrement('cpk', 'q', 1, 1); -- expect: 42P10
-SELECT ck.try_decrement('cpk', 'q', 1, 1, 'a'); -- expect: 42P10
-SELECT ck.try_decrement('expk', 'q', 1, 1); -- expect: 42P10
-SELECT ck.try_decrement('expk', 'q', 1, 1, 'id'); -- expect: 42P10
-SELECT ck.try_decrement('stock', 'q4', '{1}'::integer[], 1); -- expect: 42804
-SELECT ck.try_decrement('stock', 'q4', now(), 1); -- expect: 42804
-SELECT ck.try_decrement('stock', 'q4', '4'::text, 1); -- expect: 42804
-SELECT ck.try_decrement('stock', 'q4', ROW(1, 2), 1); -- expect: 42804
-SELECT ck.try_decrement('stock', 'q4', '{}'::jsonb, 1); -- expect: 42804
-SELECT ck.try_decrement('stock', 'q4', 5::smallint, 1); -- expect: = 9
-SELECT ck.try_decrement('stock', 'q4', 5::bigint, 1); -- expect: = 8
-SELECT ck.try_decrement('stock', 'q4', 2147483648, 1); -- expect: = <NULL> or 22003
-SELECT ck.try_decrement('stock', 'q4', -9223372036854775808, 1); -- expect: = <NULL> or 22003
+SELECT ck.try_decrement('stock', 1, 'q4', 1, 'q8'); -- expect: 42P10
+SELECT ck.try_decrement('stock', 1, 'q4', 1, 'nope'); -- expect: 42703
+SELECT ck.try_decrement('stock', 'sku-3'::text, 'q4', 1, 'code'); -- expect: = 9
+SELECT ck.try_decrement('stock', 'sku-3'::varchar, 'q4', 1, 'code'); -- expect: = 8
+SELECT ck.try_decrement('stock', 'free'::mood, 'q4', 1, 'code'); -- expect: = <NULL>
+SELECT ck.try_decrement('nopk', 1, 'q', 1); -- expect: 42P10
+SELECT ck.try_decrement('nopk', 1, 'q', 1, 'id'); -- expect: 42P10
+SELECT ck.try_decrement('cpk', 1, 'q', 1); -- expect: 42P10
+SELECT ck.try_decrement('cpk', 1, 'q', 1, 'a'); -- expect: 42P10
+SELECT ck.try_decrement('expk', 1, 'q', 1); -- expect: 42P10
+SELECT ck.try_decrement('expk', 1, 'q', 1, 'id'); -- expect: 42P10
+SELECT ck.try_decrement('stock', '{1}'::integer[], 'q4', 1); -- expect: 42804
+SELECT ck.try_decrement('stock', now(), 'q4', 1); -- expect: 42804
+SELECT ck.try_decrement('stock', '4'::text, 'q4', 1); -- expect: 42804
+SELECT ck.try_decrement('stock', ROW(1, 2), 'q4', 1); -- expect: 42804
+SELECT ck.try_decrement('stock', '{}'::jsonb, 'q4', 1); -- expect: 42804
+SELECT ck.try_decrement('stock', 5::smallint, 'q4', 1); -- expect: = 9
+SELECT ck.try_decrement('stock', 5::bigint, 'q4', 1); -- expect: = 8
+SELECT ck.try_decrement('stock', 2147483648, 'q4', 1); -- expect: = <NULL> or 22003
+SELECT ck.try_decrement('stock', -9223372036854775808, 'q4', 1); -- expect: = <NULL> or 22003
 -- a key of 1.5 addresses no row (plain SQL: WHERE sku = 1.5 matches nothing); rounding it to row 2 would change the wrong row
-SELECT ck.try_decrement('stock', 'q4', 1.5, 1); -- expect: = <NULL> or 42804
-SELECT ck.try_decrement('stock', 'q4', 'NaN'::numeric, 1); -- expect: = <NULL> or 42804|22003|0A000
-SELECT ck.try_decrement('orders', 'id', 1::integer, 1); -- expect: = 0
-SELECT ck.try_decrement('capped', 'c', 1, 1); -- expect: = 99
-SELECT ck.transition('capped', 1, 's', 'free', 'nope'); -- expect: 23514
-SELECT ck.transition('capped', 1, 's', 'free', 'held'); -- expect: = t
+SELECT ck.try_decrement('stock', 1.5, 'q4', 1); -- expect: = <NULL> or 42804
+SELECT ck.try_decrement('stock', 'NaN'::numeric, 'q4', 1); -- expect: = <NULL> or 42804|22003|0A000
+SELECT ck.try_decrement('orders', 1::integer, 'id', 1); -- expect: = 0
+SELECT ck.try_decrement('capped', 1, 'c', 1); -- expect: = 99
+SELECT ck.try_transition('capped', 1, 's', 'free', 'nope'); -- expect: 23514
+SELECT ck.try_transition('capped', 1, 's', 'free', 'held'); -- expect: = t
 -- relations of every kind
-SELECT ck.try_decrement(0, 'q4', 1, 1); -- expect: 42P01
-SELECT ck.try_decrement('4294967295'::regclass, 'q4', 1, 1); -- expect: 42P01
-SELECT ck.try_decrement('stock_v', 'q4', 1, 1); -- expect: 42809
-SELECT ck.try_decrement('stock_mv', 'q4', 1, 1); -- expect: 42809
-SELECT ck.try_decrement('comp', 'q4', 1, 1); -- expect: 42809
-SELECT ck.try_decrement('ft', 'q4', 1, 1); -- expect: 42809
-SELECT ck.try_decrement('stock_pkey', 'q4', 1, 1); -- expect: 42809
-SELECT ck.try_decrement('ck.lease_tokens', 'last_value', 1, 1); -- expect: 42809
-SELECT ck.try_decrement('pg_toast.pg_toast_1255', 'chunk_seq', 1, 1); -- expect: 42809|42501
-SELECT ck.try_decrement('pg_class', 'relpages', 1259::oid, 1); -- expect: 42501
-SELECT ck.try_decrement('part', 'q4', 1, 1); -- expect: = 9
-SELECT ck.try_decrement('part_1', 'q4', 1, 1); -- expect: = 8
-SELECT ck.transition('part', 2, 'state', 'free', 'held'); -- expect: = t
-SELECT ck.try_decrement('my_tmp', 'q4', 1, 1); -- expect: = 9
-SELECT ck.try_decrement(:'other_tmp', 'q4', 1, 1); -- expect: 42501|0A000
-SELECT ck.decrement(:'other_tmp', 'q4', 1, 1); -- expect: 42501|0A000
-SELECT ck.transition(:'other_tmp', 1, 'q4', '10', '11'); -- expect: 42501|0A000
-SELECT ck.try_decrement('rls_t', 'q', 1, 1); -- expect: = <NULL>
-SELECT ck.decrement('rls_t', 'q', 1, 1); -- expect: CK004
-SELECT ck.try_decrement('rls_t', 'q', 2, 1); -- expect: = 9
+SELECT ck.try_decrement(0, 1, 'q4', 1); -- expect: 42P01
+SELECT ck.try_decrement('4294967295'::regclass, 1, 'q4', 1); -- expect: 42P01
+SELECT ck.try_decrement('stock_v', 1, 'q4', 1); -- expect: 42809
+SELECT ck.try_decrement('stock_mv', 1, 'q4', 1); -- expect: 42809
+SELECT ck.try_decrement('comp', 1, 'q4', 1); -- expect: 42809
+SELECT ck.try_decrement('ft', 1, 'q4', 1); -- expect: 42809
+SELECT ck.try_decrement('stock_pkey', 1, 'q4', 1); -- expect: 42809
+SELECT ck.try_decrement('ck.lease_tokens', 1, 'last_value', 1); -- expect: 42809
+SELECT ck.try_decrement('pg_toast.pg_toast_1255', 1, 'chunk_seq', 1); -- expect: 42809|42501
+SELECT ck.try_decrement('pg_class', 1259::oid, 'relpages', 1); -- expect: 42501
+SELECT ck.try_decrement('part', 1, 'q4', 1); -- expect: = 9
+SELECT ck.try_decrement('part_1', 1, 'q4', 1); -- expect: = 8
+SELECT ck.try_transition('part', 2, 'state', 'free', 'held'); -- expect: = t
+SELECT ck.try_decrement('my_tmp', 1, 'q4', 1); -- expect: = 9
+SELECT ck.try_decrement(:'other_tmp', 1, 'q4', 1); -- expect: 42501|0A000
+SELECT ck.decrement(:'other_tmp', 1, 'q4', 1); -- expect: 42501|0A000
+SELECT ck.try_transition(:'other_tmp', 1, 'q4', '10', '11'); -- expect: 42501|0A000
+SELECT ck.try_decrement('rls_t', 1, 'q', 1); -- expect: = <NULL>
+SELECT ck.decrement('rls_t', 1, 'q', 1); -- expect: CK004
+SELECT ck.try_decrement('rls_t', 2, 'q', 1); -- expect: = 9
 -- a key that is unique in the parent only: the UPDATE reaches the child's row too
-SELECT ck.try_decrement('inh_p', 'q', 1, 1); -- expect: 42P10|21000 or = 9
+SELECT ck.try_decrement('inh_p', 1, 'q', 1); -- expect: 42P10|21000 or = 9
 SELECT sum(q) FROM inh_p; -- expect: = 20 or = 19
-BEGIN; SELECT ck.try_decrement('ck.queues', 'max_attempts', 'jobs'::regclass, 1); ROLLBACK; -- expect: = 2
+BEGIN; SELECT ck.try_decrement('ck.queues', 'jobs'::regclass, 'max_attempts', 1); ROLLBACK; -- expect: = 2
 -- states
-SELECT ck.transition('stock', 1, 'state', 'free', 'held'); -- expect: = t
-SELECT ck.transition('stock', 1, 'state', 'free', 'held'); -- expect: = f
-SELECT ck.transition_or_raise('stock', 1, 'state', 'free', 'booked'); -- expect: CK003
-SELECT ck.transition_or_raise('stock', 999999, 'state', 'free', 'booked'); -- expect: CK004
-SELECT ck.transition('stock', 999999, 'state', 'free', 'booked'); -- expect: = f
-SELECT ck.transition('stock', 1, 'state', 'held', 'nope'); -- expect: 22P02
-SELECT ck.transition('stock', 1, 'state', 'nope', 'held'); -- expect: 22P02
-SELECT ck.transition('stock', 1, 'label', 'free', repeat('x', 9)); -- expect: 22001
-SELECT ck.transition('stock', 1, 'q4', '9', 'abc'); -- expect: 22P02
-SELECT ck.transition('stock', 6, 'q4', '10', '11'); -- expect: = t
-SELECT ck.transition('stock', 1, 'status', '', repeat('x', 10000)); -- expect: = f
-SELECT ck.transition('jt', 1, 'j', '{}', '[]'); -- expect: 42883
-SELECT ck.transition('jt', 1, 'p', '(0,0)', '(1,1)'); -- expect: 42883
-SELECT ck.transition('gen', 1, 'b', '2', '4'); -- expect: 428C9
-SELECT ck.transition('stock_v', 1, 'state', 'free', 'held'); -- expect: 42809
-SELECT ck.transition('orders', '1'::text, 'state', 'free', 'held'); -- expect: 42804
-SELECT ck.transition('orders', 1, 'state', 'free', 'held', 'note'); -- expect: 42P10
+SELECT ck.try_transition('stock', 1, 'state', 'free', 'held'); -- expect: = t
+SELECT ck.try_transition('stock', 1, 'state', 'free', 'held'); -- expect: = f
+SELECT ck.transition('stock', 1, 'state', 'free', 'booked'); -- expect: CK003
+SELECT ck.transition('stock', 999999, 'state', 'free', 'booked'); -- expect: CK004
+SELECT ck.try_transition('stock', 999999, 'state', 'free', 'booked'); -- expect: = f
+SELECT ck.try_transition('stock', 1, 'state', 'held', 'nope'); -- expect: 22P02
+SELECT ck.try_transition('stock', 1, 'state', 'nope', 'held'); -- expect: 22P02
+SELECT ck.try_transition('stock', 1, 'label', 'free', repeat('x', 9)); -- expect: 22001
+SELECT ck.try_transition('stock', 1, 'q4', '9', 'abc'); -- expect: 22P02
+SELECT ck.try_transition('stock', 6, 'q4', '10', '11'); -- expect: = t
+SELECT ck.try_transition('stock', 1, 'status', '', repeat('x', 10000)); -- expect: = f
+SELECT ck.try_transition('jt', 1, 'j', '{}', '[]'); -- expect: 42883
+SELECT ck.try_transition('jt', 1, 'p', '(0,0)', '(1,1)'); -- expect: 42883
+SELECT ck.try_transition('gen', 1, 'b', '2', '4'); -- expect: 428C9
+SELECT ck.try_transition('stock_v', 1, 'state', 'free', 'held'); -- expect: 42809
+SELECT ck.try_transition('orders', '1'::text, 'state', 'free', 'held'); -- expect: 42804
+SELECT ck.try_transition('orders', 1, 'state', 'free', 'held', 'note'); -- expect: 42P10
 -- versioned updates (q8 as the version: 10 on rows 1-100; q2 of row 1003 is at the smallint maximum now)
-SELECT ck.update_if_version(NULL, 1, 10, '{}', 'q8'); -- expect: 22004
-SELECT ck.update_if_version('stock', NULL::integer, 10, '{}', 'q8'); -- expect: 22004
-SELECT ck.update_if_version('stock', 1, NULL, '{}', 'q8'); -- expect: 22004
-SELECT ck.update_if_version('stock', 1, 10, NULL, 'q8'); -- expect: 22004
-SELECT ck.update_if_version('stock', 1, 10, '{}', NULL); -- expect: 22004
-SELECT ck.update_if_version('stock', 1, 10, '[]', 'q8'); -- expect: 22023
-SELECT ck.update_if_version('stock', 1, 10, 'null', 'q8'); -- expect: 22023
-SELECT ck.update_if_version('stock', 1, 10, '{"sku": 2}', 'q8'); -- expect: 22023
-SELECT ck.update_if_version('stock', 1, 10, '{"q8": 2}', 'q8'); -- expect: 22023
-SELECT ck.update_if_version('stock', 1, 10, '{"nope": 2}', 'q8'); -- expect: 42703
-SELECT ck.update_if_version('stock', 1, 10, '{"xmin": 2}', 'q8'); -- expect: 42703
-SELECT ck.update_if_version('stock', 1, 10, '{"q4; DROP TABLE stock": 2}', 'q8'); -- expect: 42703
-SELECT ck.update_if_version('stock', 1, 10, '{}'); -- expect: 42703
-SELECT ck.update_if_version('stock', 1, 10, '{"q4": 1}', 'code'); -- expect: 42804
-SELECT ck.update_if_version('stock', 1, 10, '{"q4": 1}', 'q8', 'q4'); -- expect: 42P10
-SELECT ck.update_if_version('gen', 1, 1, '{"b": 2}', 'a'); -- expect: 428C9
-SELECT ck.update_if_version('stock', 1, 10, '{"label": "xxxxxxxxx"}', 'q8'); -- expect: 22001
-SELECT ck.update_if_version('stock', 1, 10, '{"state": "nope"}', 'q8'); -- expect: 22P02
-SELECT ck.update_if_version('stock', 1, 10, '{"q2": 99999}', 'q8'); -- expect: 22003
-SELECT ck.update_if_version('stock', 1003, 32767, '{}', 'q2'); -- expect: 22003
-SELECT ck.update_if_version('stock_v', 1, 10, '{}', 'q8'); -- expect: 42809
-SELECT ck.update_if_version(:'other_tmp', 1, 10, '{}', 'q4'); -- expect: 42501|0A000
-SELECT ck.update_if_version('"Weird Table"', 1, 9, '{"sta\"te": "c"}', 'Q ty'); -- expect: = 10
-SELECT ck.update_if_version('stock', 2, 10, '{"status": "held", "qd": 3}', 'q8'); -- expect: = 11
-SELECT ck.update_if_version('stock', 2, 10, '{"status": "lost"}', 'q8'); -- expect: = <NULL>
-SELECT ck.update_if_version_or_raise('stock', 2, 10, '{}', 'q8'); -- expect: CK006
-SELECT ck.update_if_version_or_raise('stock', 999999, 10, '{}', 'q8'); -- expect: CK004
-SELECT ck.update_if_version_or_raise(NULL, 2, 11, '{}', 'q8'); -- expect: 22004
+SELECT ck.try_update_if_version(NULL, 1, 10, '{}', 'q8'); -- expect: 22004
+SELECT ck.try_update_if_version('stock', NULL::integer, 10, '{}', 'q8'); -- expect: 22004
+SELECT ck.try_update_if_version('stock', 1, NULL, '{}', 'q8'); -- expect: 22004
+SELECT ck.try_update_if_version('stock', 1, 10, NULL, 'q8'); -- expect: 22004
+SELECT ck.try_update_if_version('stock', 1, 10, '{}', NULL); -- expect: 22004
+SELECT ck.try_update_if_version('stock', 1, 10, '[]', 'q8'); -- expect: 22023
+SELECT ck.try_update_if_version('stock', 1, 10, 'null', 'q8'); -- expect: 22023
+SELECT ck.try_update_if_version('stock', 1, 10, '{"sku": 2}', 'q8'); -- expect: 22023
+SELECT ck.try_update_if_version('stock', 1, 10, '{"q8": 2}', 'q8'); -- expect: 22023
+SELECT ck.try_update_if_version('stock', 1, 10, '{"nope": 2}', 'q8'); -- expect: 42703
+SELECT ck.try_update_if_version('stock', 1, 10, '{"xmin": 2}', 'q8'); -- expect: 42703
+SELECT ck.try_update_if_version('stock', 1, 10, '{"q4; DROP TABLE stock": 2}', 'q8'); -- expect: 42703
+SELECT ck.try_update_if_version('stock', 1, 10, '{}'); -- expect: 42703
+SELECT ck.try_update_if_version('stock', 1, 10, '{"q4": 1}', 'code'); -- expect: 42804
+SELECT ck.try_update_if_version('stock', 1, 10, '{"q4": 1}', 'q8', 'q4'); -- expect: 42P10
+SELECT ck.try_update_if_version('gen', 1, 1, '{"b": 2}', 'a'); -- expect: 428C9
+SELECT ck.try_update_if_version('stock', 1, 10, '{"label": "xxxxxxxxx"}', 'q8'); -- expect: 22001
+SELECT ck.try_update_if_version('stock', 1, 10, '{"state": "nope"}', 'q8'); -- expect: 22P02
+SELECT ck.try_update_if_version('stock', 1, 10, '{"q2": 99999}', 'q8'); -- expect: 22003
+SELECT ck.try_update_if_version('stock', 1003, 32767, '{}', 'q2'); -- expect: 22003
+SELECT ck.try_update_if_version('stock_v', 1, 10, '{}', 'q8'); -- expect: 42809
+SELECT ck.try_update_if_version(:'other_tmp', 1, 10, '{}', 'q4'); -- expect: 42501|0A000
+SELECT ck.try_update_if_version('"Weird Table"', 1, 9, '{"sta\"te": "c"}', 'Q ty'); -- expect: = 10
+SELECT ck.try_update_if_version('stock', 2, 10, '{"status": "held", "qd": 3}', 'q8'); -- expect: = 11
+SELECT ck.try_update_if_version('stock', 2, 10, '{"status": "lost"}', 'q8'); -- expect: = <NULL>
+SELECT ck.update_if_version('stock', 2, 10, '{}', 'q8'); -- expect: CK006
+SELECT ck.update_if_version('stock', 999999, 10, '{}', 'q8'); -- expect: CK004
+SELECT ck.update_if_version(NULL, 2, 11, '{}', 'q8'); -- expect: 22004
 SELECT ck.version_guard_ddl(NULL); -- expect: 22004
 SELECT ck.version_guard_ddl('stock', 'code'); -- expect: 42804
 SELECT ck.version_guard_ddl('stock', 'nope'); -- expect: 42703

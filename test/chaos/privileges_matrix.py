@@ -86,32 +86,32 @@ STOCK = ["USAGE on schema app", "SELECT on app.stock", "UPDATE on app.stock"]
 
 # (function, rights, ck call, plain SQL, set-up as the superuser, extra cells {label: rights})
 FUNCS = [
-    ("try_decrement", STOCK, "SELECT ck.try_decrement(:stock::regclass, 'qty', 1, 1)",
+    ("try_decrement", STOCK, "SELECT ck.try_decrement(:stock::regclass, 1, 'qty', 1)",
      "UPDATE app.stock SET qty = qty - 1 WHERE sku = 1 AND qty >= 1 RETURNING qty", "",
      {"column rights only: SELECT (sku, qty), UPDATE (qty)":
       ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock"],
       "UPDATE on another column only: SELECT, UPDATE (code)":
       ["USAGE on schema app", "SELECT on app.stock", "UPDATE (code) on app.stock"]}),
-    ("decrement", STOCK, "SELECT ck.decrement(:stock::regclass, 'qty', 1, 1)",
+    ("decrement", STOCK, "SELECT ck.decrement(:stock::regclass, 1, 'qty', 1)",
      "UPDATE app.stock SET qty = qty - 1 WHERE sku = 1 AND qty >= 1 RETURNING qty", "",
      {"column rights only: SELECT (sku, qty), UPDATE (qty)":
       ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock"]}),
-    ("try_increment", STOCK, "SELECT ck.try_increment(:stock::regclass, 'qty', 1, 1, 2000000)",
+    ("try_increment", STOCK, "SELECT ck.try_increment(:stock::regclass, 1, 'qty', 1, 2000000)",
      "UPDATE app.stock SET qty = qty + 1 WHERE sku = 1 AND qty <= 2000000 - 1 RETURNING qty", "",
      {"column rights only: SELECT (sku, qty), UPDATE (qty)":
       ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock"]}),
-    ("increment", STOCK, "SELECT ck.increment(:stock::regclass, 'qty', 1, 1, 2000000)",
+    ("increment", STOCK, "SELECT ck.increment(:stock::regclass, 1, 'qty', 1, 2000000)",
      "UPDATE app.stock SET qty = qty + 1 WHERE sku = 1 AND qty <= 2000000 - 1 RETURNING qty", "", {}),
-    ("transition", STOCK, "SELECT ck.transition(:stock::regclass, 1, 'state', 'a', 'a')",
+    ("transition", STOCK, "SELECT ck.try_transition(:stock::regclass, 1, 'state', 'a', 'a')",
      "UPDATE app.stock SET state = 'a' WHERE sku = 1 AND state = 'a'", "",
      {"column rights only: SELECT (sku, state), UPDATE (state)":
       ["USAGE on schema app", "SELECT (sku, state) on app.stock", "UPDATE (state) on app.stock"]}),
-    ("transition_or_raise", STOCK, "SELECT ck.transition_or_raise(:stock::regclass, 1, 'state', 'a', 'a')",
+    ("transition_or_raise", STOCK, "SELECT ck.transition(:stock::regclass, 1, 'state', 'a', 'a')",
      "UPDATE app.stock SET state = 'a' WHERE sku = 1 AND state = 'a'", "", {}),
     # qty as the version (set to 1000000 first, so the call changes the row: rolled back); the
     # plain UPDATE reads sku and qty and writes state and qty, as ck's does.
     ("update_if_version", STOCK,
-     "BEGIN; SELECT ck.update_if_version(:stock::regclass, 1, 1000000, '{\"state\": \"a\"}', 'qty') = 1000001",
+     "BEGIN; SELECT ck.try_update_if_version(:stock::regclass, 1, 1000000, '{\"state\": \"a\"}', 'qty') = 1000001",
      "UPDATE app.stock SET state = 'a', qty = qty + 1 WHERE sku = 1 AND qty = 1000000 RETURNING qty",
      "UPDATE app.stock SET qty = 1000000 WHERE sku = 1;",
      {"column rights only: SELECT (sku, qty), UPDATE (qty)":
@@ -120,7 +120,7 @@ FUNCS = [
       ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock",
        "UPDATE (state) on app.stock"]}),
     ("update_if_version_or_raise", STOCK,
-     "BEGIN; SELECT ck.update_if_version_or_raise(:stock::regclass, 1, 1000000, '{\"state\": \"a\"}', 'qty')",
+     "BEGIN; SELECT ck.update_if_version(:stock::regclass, 1, 1000000, '{\"state\": \"a\"}', 'qty')",
      "UPDATE app.stock SET state = 'a', qty = qty + 1 WHERE sku = 1 AND qty = 1000000 RETURNING qty",
      "UPDATE app.stock SET qty = 1000000 WHERE sku = 1;", {}),
     # A row lock needs UPDATE on some column of the table, and SELECT on the key.

@@ -110,9 +110,9 @@ on_standby "CALL ck.retry runs read-only statements at REPEATABLE READ and READ 
     "CALL ck.retry('SELECT count(*) FROM stock', 'read committed')"
 refused "CALL ck.retry at its default SERIALIZABLE: 0A000 (no serializable mode in a hot standby)" \
     "CALL ck.retry('SELECT count(*) FROM stock')" 0A000
-for call in "ck.try_decrement('stock', 'qty', 1, 1)" "ck.decrement('stock', 'qty', 1, 1)" \
-    "ck.try_increment('stock', 'qty', 1, 1, 10)" "ck.transition('stock', 1, 'qty', '5', '4')" \
-    "ck.update_if_version('stock', 1, 5, '{}', 'qty')" "ck.lock_rows('stock', ARRAY[1])" \
+for call in "ck.try_decrement('stock', 1, 'qty', 1)" "ck.decrement('stock', 1, 'qty', 1)" \
+    "ck.try_increment('stock', 1, 'qty', 1, 10)" "ck.try_transition('stock', 1, 'qty', '5', '4')" \
+    "ck.try_update_if_version('stock', 1, 5, '{}', 'qty')" "ck.lock_rows('stock', ARRAY[1])" \
     "ck.enqueue('jobs')" "ck.claim('jobs')" "ck.claim_wait('jobs', 1, NULL, '100 ms')" "ck.complete('jobs', 1, 1)" \
     "ck.fail('jobs', 1, 1)" "ck.extend_lease('jobs', 1, 1, '1 minute')" "ck.purge_dead('jobs', '1 day')" \
     "ck.create_queue('other')" "ck.lock_namespace('a_new_name')" "ck.add_overlap_guard('visits', 'during', '{room}')"; do
