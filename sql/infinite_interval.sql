@@ -58,6 +58,7 @@ RESET statement_timeout;
 
 -- lock timeouts: 'infinity' is lock_timeout's largest value, INT_MAX ms, as any timeout
 -- longer than that is
+SELECT ck.lock_namespace('reports') IS NOT NULL AS created;
 SET lock_timeout = '7s';
 BEGIN;
 SELECT ck.xact_lock(1, 1, 'infinity');

@@ -19,9 +19,11 @@ CREATE SCHEMA other;
 ALTER TABLE pc2 SET SCHEMA other;
 SELECT ck.try_decrement('other.pc2', 1, 'qty', 1);
 
--- change the counter's type: numeric works, text is refused
-ALTER TABLE other.pc2 ALTER COLUMN qty TYPE numeric(10,1);
+-- change the counter's type: bigint works, numeric and text are refused
+ALTER TABLE other.pc2 ALTER COLUMN qty TYPE bigint;
 SELECT ck.try_decrement('other.pc2', 1, 'qty', 1);
+ALTER TABLE other.pc2 ALTER COLUMN qty TYPE numeric(10,1);
+SELECT test.outcome($$SELECT ck.try_decrement('other.pc2', 1, 'qty', 1)$$);
 ALTER TABLE other.pc2 ALTER COLUMN qty TYPE text;
 SELECT test.outcome($$SELECT ck.try_decrement('other.pc2', 1, 'qty', 1)$$);
 
@@ -60,3 +62,13 @@ SELECT ck.try_decrement('orders', 1, 'qty', 1);
 SELECT ck.try_decrement('orders', 1, 'qty', 1);
 SELECT ck.try_decrement('audit', 1, 'n', 1);
 SELECT (SELECT qty FROM orders) AS orders_qty, (SELECT n FROM audit) AS audit_n;
+
+-- a literal key is read as the key column's type when the plan is made: after the key column
+-- changes type, the same literal call is planned again for the new type
+CREATE TABLE relabel (code int PRIMARY KEY, n int NOT NULL);
+INSERT INTO relabel VALUES (7, 10);
+SELECT ck.try_decrement('relabel', '7', 'n');
+ALTER TABLE relabel ALTER COLUMN code TYPE text;
+UPDATE relabel SET code = 'A7';
+SELECT ck.try_decrement('relabel', 'A7', 'n'), ck.try_decrement('relabel', '7', 'n');
+SELECT * FROM relabel;

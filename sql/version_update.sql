@@ -1,4 +1,5 @@
--- Optimistic versioned updates: ck.update_if_version and its raising form.
+-- Optimistic versioned updates: ck.try_update_if_version (NULL when stale) and ck.update_if_version,
+-- which raises.
 CREATE TYPE mood AS ENUM ('calm', 'busy');
 CREATE TABLE docs (id int PRIMARY KEY, title text NOT NULL, body varchar(8), qty int, tags text[],
                    meta jsonb, m mood, version bigint NOT NULL DEFAULT 1,
@@ -31,6 +32,13 @@ INSERT INTO items VALUES ('A-1', 1, 9.5, 0);
 SELECT ck.try_update_if_version('items', 'A-1'::text, 0, '{"price": 10}', 'rev', 'sku');
 SELECT ck.try_update_if_version('items', 1, 1, '{"price": "11.25"}', version_col => 'rev');
 SELECT * FROM items;
+-- a text key needs no cast, for a text or an integer key column alike
+SELECT ck.update_if_version('items', 'A-1', 2, '{"price": 12}', 'rev', 'sku');
+SELECT ck.try_update_if_version('items', '1', 3, '{"price": 13}', 'rev');
+SELECT test.outcome($$SELECT ck.update_if_version('items', 'B-2', 4, '{}', 'rev', 'sku')$$);
+SELECT * FROM items;
+-- the 0.x names: update_if_version_or_raise is gone (42883)
+SELECT test.outcome($$SELECT ck.update_if_version_or_raise('items', 1, 4, '{}', 'rev')$$);
 
 -- bad input: clear errors, nothing changed
 SELECT test.outcome($$SELECT ck.try_update_if_version('docs', 2, 1, '{"nope": 1}')$$);

@@ -1,6 +1,5 @@
 // Argument helpers shared by the entry points.
 #include "args.hpp"
-#include "retry.hpp"
 
 extern "C" {
 #include "utils/timestamp.h"
@@ -85,7 +84,10 @@ double interval_usecs(const Interval *iv)
 
 void warn_outside_transaction_block(const char *function)
 {
-    if (IsTransactionBlock() || retry_attempt() > 0)
+    // As PostgreSQL's own check for SET LOCAL: not in a subtransaction (the caller's block
+    // may be one), nor in a procedure that controls its transactions (ck.retry, a CALL that
+    // commits), where the lock lasts until the procedure's next commit.
+    if (IsTransactionBlock() || IsSubTransaction() || SPI_inside_nonatomic_context())
         return;
     pg_call([&] {
         ereport(WARNING, (errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),

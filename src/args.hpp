@@ -34,8 +34,8 @@ double interval_usecs(const Interval *iv);
 
 // WARNING 25P01 "<function> outside a transaction block: the lock is released when this
 // statement ends", as PostgreSQL warns for SET LOCAL there (a function that locks and then
-// writes, called in autocommit, is legitimate). Not inside an attempt of ck.retry, whose
-// transaction lasts as long as the caller's SQL.
+// writes, called in autocommit, is legitimate, so not an error). Not in a subtransaction nor
+// in a procedure that commits (ck.retry among them): their transactions are the caller's.
 void warn_outside_transaction_block(const char *function);
 
 } // namespace ck

@@ -5,7 +5,6 @@
 // SERIALIZABLE a subtransaction keeps the old snapshot and fails again.
 #include "args.hpp"
 #include "citus.hpp"
-#include "retry.hpp"
 
 extern "C" {
 #include "common/pg_prng.h"
@@ -201,11 +200,6 @@ CK_FUNCTION(ck_retry)
     // The INOUT attempts parameter.
     Datum values[1] = {Int32GetDatum(n)};
     return result_row(fcinfo, values);
-}
-
-int32 ck::retry_attempt()
-{
-    return current_attempt;
 }
 
 CK_FUNCTION(ck_current_attempt)
