@@ -58,10 +58,11 @@ COMMIT;
 
 -- outside a transaction block the transaction-scoped calls warn (25P01): the lock ends with
 -- the statement; inside one, and for session locks, no warning
-\set VERBOSITY verbose
+\set VERBOSITY sqlstate
+SELECT ck.xact_lock('reports', 1);
+\set VERBOSITY default
 SELECT ck.xact_lock('reports', 1);
 SELECT ck.try_xact_lock(ck.lock_namespace('reports'), 1);
-\set VERBOSITY default
 SELECT count(*) AS held_after_the_statement FROM ck.held_locks();
 BEGIN;
 SELECT ck.xact_lock('reports', 1), ck.try_xact_lock('reports', 2);

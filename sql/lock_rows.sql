@@ -36,9 +36,10 @@ SELECT * FROM parent_locks ORDER BY id;
 ROLLBACK;
 
 -- outside a transaction block: a warning, and the locks are gone when the statement ends
-\set VERBOSITY verbose
+\set VERBOSITY sqlstate
 SELECT ck.lock_rows('parents', ARRAY[1, 2]);
 \set VERBOSITY default
+SELECT ck.lock_rows('parents', ARRAY[1, 2]);
 SELECT count(*) AS locked_after_the_statement FROM parent_locks;
 
 -- bad input: clear errors
