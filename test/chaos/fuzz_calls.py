@@ -60,7 +60,7 @@ BAD_NAMES = ["NULL", "NULL::name", "''", "'nope'", "'Q4'", "'\"q4\"'", "'q4; DRO
              "repeat('x', 63)", "repeat('x', 200)", "'ctid'", "'xmin'", "'tableoid'", "'oid'",
              "'........pg.dropped.11........'", "'gone'", "'é'", "'note'", "'run_at'", "'lease_token'"]
 KEYS = ["1", "2", "3", "42", "1001", "1002", "1003", "1004", "2::smallint", "7::bigint",
-        "'sku-1'::text", "'max'", "'free'::mood"]
+        "'sku-1'::text", "'sku-1'", "'42'", "'max'", "'free'::mood"]
 BAD_KEYS = ["NULL::int", "NULL::text", "NULL", "-1", "0", "2147483647", "-2147483648",
             "2147483648", "9223372036854775807", "-9223372036854775808", "1.5", "1e100",
             "'NaN'::numeric", "'x'::text", "''::text", "true", "now()", "'{1}'::int[]",
@@ -69,8 +69,8 @@ BAD_KEYS = ["NULL::int", "NULL::text", "NULL", "-1", "0", "2147483647", "-214748
 AMOUNTS = ["1", "2", "5", "100"]
 BAD_AMOUNTS = ["NULL", "0", "-1", "32767", "32768", "2147483647", "2147483648",
                "9223372036854775807", "-9223372036854775808", "NULL::bigint"]
-BOUNDS = ["100", "1000", "32767", "2147483647", "1e100"]
-BAD_BOUNDS = ["NULL", "0", "-1", "'NaN'", "'Infinity'", "'-Infinity'", "1e-100", "-1e100",
+BOUNDS = ["100", "1000", "32767", "2147483647", "9223372036854775807", "NULL"]
+BAD_BOUNDS = ["1e100", "0", "-1", "'NaN'", "'Infinity'", "'-Infinity'", "1e-100", "-1e100",
               "9223372036854775807", "99999999999999999999999999999999999999", "0.5"]
 UNIQUE_KEYS = ["'k1'", "'k2'", "'mail:' || 7"]
 CONCURRENCY_KEYS = ["'tenant:1'", "'tenant:2'", "''"]
@@ -110,7 +110,7 @@ NS_NAMES = ["'outbox'", "'migrator'", "'fuzz-a'", "'fuzz-b'"]
 BAD_NS_NAMES = ["NULL::text", "''", "repeat('x', 63)", "repeat('x', 64)", "repeat('é', 31) || 'x'",
                 "repeat('é', 32)", "' '", "E'new\\nline'", "'Outbox'", "'ns''quote'"]
 LOCK_KEYS = ["0", "1", "7", "42"]
-BAD_LOCK_KEYS = ["NULL", "-1", "2147483647", "-2147483648"]
+BAD_LOCK_KEYS = ["NULL", "-1", "2147483647", "-2147483648", "2147483648", "-9223372036854775808", "1.5"]
 NAME_ARRAYS = ["'{}'", "'{room}'", "'{id}'"]
 BAD_NAME_ARRAYS = ["NULL", "'{NULL}'", "'{room,room}'", "'{nope}'", "'{{room}}'", "'{during}'",
                    "'[2:2]={room}'", "'{\"\"}'", "'{room,id,during}'", "'{busy}'", "'{n}'",
@@ -162,9 +162,9 @@ BAD_CHANGES = ["NULL", "'null'", "'[1]'", "'\"q4\"'", "'{\"sku\": 1}'", "'{\"q8\
                "'{\"ctid\": 1}'", "'{\"q4\": \"x\"}'", "'{\"label\": \"far too long\"}'", "'{\"q2\": 99999}'",
                "'{\"q4; DROP TABLE stock\": 1}'", "'{\"state\": {\"a\": 1}}'", "jsonb_build_object(repeat('x', 200), 1)"]
 KEY_ARRAYS = ["ARRAY[1, 2, 3]", "ARRAY[3, 1]", "'{}'::int[]", "ARRAY[1]::bigint[]", "ARRAY[2]::smallint[]",
-              "ARRAY(SELECT sku FROM stock ORDER BY random() LIMIT 5)"]
+              "ARRAY(SELECT sku FROM stock ORDER BY random() LIMIT 5)", "'{1,2}'", "'{}'"]
 BAD_KEY_ARRAYS = ["NULL", "NULL::int[]", "ARRAY[NULL::int]", "'{{1,2},{3,4}}'::int[]", "'[5:7]={1,2,3}'::int[]",
-                  "ARRAY['x']", "ARRAY[1.5]", "ARRAY[now()]", "ARRAY[2147483647]", "'{}'::text[]"]
+                  "ARRAY['x']", "ARRAY[1.5]", "ARRAY[now()]", "ARRAY[2147483647]", "'{}'::text[]", "'{x}'", "'{1,NULL}'", "1", "'1'"]
 LOCK_MODES = ["'no key update'", "'update'", "'share'", "'key share'", "'NO KEY UPDATE'"]
 BAD_LOCK_MODES = ["NULL", "''", "'exclusive'", "'for update'", "'nokeyupdate'", "repeat('x', 10000)", "'update;'"]
 MAX_PAIRS = ["1", "10", "1000"]
@@ -212,14 +212,14 @@ def counter_args(increment):
     if rng.random() < 0.5:
         table = rng.choice(["'stock'", "'stock'", "'stock'", "'part'"])
         col = "'q4'" if table == "'part'" else rng.choice(["'q2'", "'q4'", "'q8'", "'qn'", "'qd'"])
-        args = [table, col, key_for(table), pick(AMOUNTS, BAD_AMOUNTS)]
+        args = [table, key_for(table), col, pick(AMOUNTS, BAD_AMOUNTS)]
         if increment:
             args.append(pick(BOUNDS, BAD_BOUNDS))
         if table == "'stock'" and rng.random() < 0.2:
-            args[2] = "'sku-%d'::text" % rng.randint(1, 100)
+            args[1] = rng.choice(["'sku-%d'::text", "'sku-%d'"]) % rng.randint(1, 100)
             args.append("'code'")
         return args
-    args = [rel(), pick(NAMES, BAD_NAMES), pick(KEYS, BAD_KEYS), pick(AMOUNTS, BAD_AMOUNTS)]
+    args = [rel(), pick(KEYS, BAD_KEYS), pick(NAMES, BAD_NAMES), pick(AMOUNTS, BAD_AMOUNTS)]
     if increment:
         args.append(pick(BOUNDS, BAD_BOUNDS))
     return opt(args, lambda: pick(NAMES, BAD_NAMES))
@@ -253,10 +253,10 @@ FUNCS = {
     "decrement": (lambda: counter_args(False), False, False),
     "try_increment": (lambda: counter_args(True), False, False),
     "increment": (lambda: counter_args(True), False, False),
+    "try_transition": (lambda: state_args(), False, False),
     "transition": (lambda: state_args(), False, False),
-    "transition_or_raise": (lambda: state_args(), False, False),
+    "try_update_if_version": (lambda: version_args(), False, False),
     "update_if_version": (lambda: version_args(), False, False),
-    "update_if_version_or_raise": (lambda: version_args(), False, False),
     "version_guard": (lambda: [], False, False),
     "version_guard_ddl": (lambda: opt([rel()], lambda: pick(["'q8'", "'q4'", "'q2'"], BAD_NAMES, NAMES)), False, False),
     "add_version_guard": (lambda: opt([rel()], lambda: pick(["'q8'", "'q4'", "'q2'"], BAD_NAMES, NAMES)), False, True),

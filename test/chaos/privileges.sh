@@ -144,11 +144,12 @@ got=$(as "$user" "SELECT ck.lock_namespace('brand-new')")
 check "registry: with INSERT revoked from PUBLIC, ck.lock_namespace of a new name is refused with 42501 ($got)" \
     test "${got%% *}" = 42501
 got=$(as "$user" "SELECT ck.xact_lock('brand-new', 1)")
-check "registry: ... and so is ck.xact_lock by a new name ($got)" test "${got%% *}" = 42501
+check "registry: a lock call by a new name never registers it: 42704, whatever the rights ($got)" \
+    test "${got%% *}" = 42704
 got=$(as "$user" "SELECT ck.try_xact_lock('brand-new', 1)")
-check "registry: ... and ck.try_xact_lock ($got)" test "${got%% *}" = 42501
+check "registry: ... and ck.try_xact_lock ($got)" test "${got%% *}" = 42704
 got=$(as "$user" "SELECT ck.session_lock('brand-new', 1)")
-check "registry: ... and ck.session_lock ($got)" test "${got%% *}" = 42501
+check "registry: ... and ck.session_lock ($got)" test "${got%% *}" = 42704
 check "registry: ... and nothing was registered" test "$(su_sql -c "SELECT count(*) FROM ck.lock_namespaces")" = "$rows"
 got=$(as "$user" "SELECT ck.lock_namespace('registered') > 0")
 check "registry: a registered name still resolves ($got)" test "$got" = "00000 t"

@@ -102,15 +102,15 @@ FUNCS = [
       ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock"]}),
     ("increment", STOCK, "SELECT ck.increment(:stock::regclass, 1, 'qty', 1, 2000000)",
      "UPDATE app.stock SET qty = qty + 1 WHERE sku = 1 AND qty <= 2000000 - 1 RETURNING qty", "", {}),
-    ("transition", STOCK, "SELECT ck.try_transition(:stock::regclass, 1, 'state', 'a', 'a')",
+    ("try_transition", STOCK, "SELECT ck.try_transition(:stock::regclass, 1, 'state', 'a', 'a')",
      "UPDATE app.stock SET state = 'a' WHERE sku = 1 AND state = 'a'", "",
      {"column rights only: SELECT (sku, state), UPDATE (state)":
       ["USAGE on schema app", "SELECT (sku, state) on app.stock", "UPDATE (state) on app.stock"]}),
-    ("transition_or_raise", STOCK, "SELECT ck.transition(:stock::regclass, 1, 'state', 'a', 'a')",
+    ("transition", STOCK, "SELECT ck.transition(:stock::regclass, 1, 'state', 'a', 'a')",
      "UPDATE app.stock SET state = 'a' WHERE sku = 1 AND state = 'a'", "", {}),
     # qty as the version (set to 1000000 first, so the call changes the row: rolled back); the
     # plain UPDATE reads sku and qty and writes state and qty, as ck's does.
-    ("update_if_version", STOCK,
+    ("try_update_if_version", STOCK,
      "BEGIN; SELECT ck.try_update_if_version(:stock::regclass, 1, 1000000, '{\"state\": \"a\"}', 'qty') = 1000001",
      "UPDATE app.stock SET state = 'a', qty = qty + 1 WHERE sku = 1 AND qty = 1000000 RETURNING qty",
      "UPDATE app.stock SET qty = 1000000 WHERE sku = 1;",
@@ -119,7 +119,7 @@ FUNCS = [
       "column rights only: SELECT (sku, qty), UPDATE (qty), UPDATE (state)":
       ["USAGE on schema app", "SELECT (sku, qty) on app.stock", "UPDATE (qty) on app.stock",
        "UPDATE (state) on app.stock"]}),
-    ("update_if_version_or_raise", STOCK,
+    ("update_if_version", STOCK,
      "BEGIN; SELECT ck.update_if_version(:stock::regclass, 1, 1000000, '{\"state\": \"a\"}', 'qty')",
      "UPDATE app.stock SET state = 'a', qty = qty + 1 WHERE sku = 1 AND qty = 1000000 RETURNING qty",
      "UPDATE app.stock SET qty = 1000000 WHERE sku = 1;", {}),
@@ -262,8 +262,6 @@ FUNCS = [
      "INSERT INTO ck.lock_namespaces (name) VALUES ('plain') ON CONFLICT (name) DO NOTHING RETURNING id", "", {}),
     ("xact_lock(text), a registered name", REGISTRY, "SELECT ck.xact_lock('registered', 7)",
      "SELECT pg_advisory_xact_lock((SELECT id FROM ck.lock_namespaces WHERE name = 'registered'), 7)", "", {}),
-    ("xact_lock(text), a new name", NEW_NAME, "SELECT ck.xact_lock('new-' || :'run' || :cell, 7)",
-     "INSERT INTO ck.lock_namespaces (name) VALUES ('plain') ON CONFLICT (name) DO NOTHING RETURNING id", "", {}),
     ("try_xact_lock(text)", REGISTRY, "SELECT ck.try_xact_lock('registered', 7)",
      "SELECT pg_try_advisory_xact_lock((SELECT id FROM ck.lock_namespaces WHERE name = 'registered'), 7)", "", {}),
     ("session_lock(text), session_unlock(text)", REGISTRY,
