@@ -30,11 +30,22 @@ CREATE TABLE tagged (id uuid PRIMARY KEY, qty int NOT NULL);
 INSERT INTO tagged VALUES ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 10);
 -- a namespace registered under 0.4.0 stays registered
 SELECT ck.lock_namespace('orders') IS NOT NULL AS registered_under_0_4_0;
--- the 0.4.0 functions whose C symbols 1.0 reassigned refuse to run on the 1.0 library until
--- the update, rather than read their arguments in the 1.0 order
-SELECT outcome($$SELECT ck.try_decrement('stock', 'qty', 42, 1)$$);
-SELECT outcome($$SELECT ck.transition('stock', 42, 'state', 'free', 'held')$$);
-SELECT qty, state FROM stock WHERE sku = 42;
+-- with the 1.0 library installed and before the update, the 0.4.0 functions keep their 0.x
+-- arguments and meaning (a numeric result, false or NULL where 1.0's plain forms raise)
+SELECT call, outcome(call) FROM (VALUES
+    ($c$SELECT ck.try_decrement('stock', 'qty', 42, 1)$c$),
+    ($c$SELECT pg_typeof(ck.decrement('stock', 'qty', 'A1'::text, 1, 'code'))$c$),
+    ($c$SELECT ck.try_increment('stock', 'qty', 42, 5, 1e100)$c$),
+    ($c$SELECT ck.try_increment('stock', 'qty', 42, 5, 10.5)$c$),
+    ($c$SELECT ck.increment('stock', 'qty', 42, 5, 10)$c$),
+    ($c$SELECT ck.transition('stock', 42, 'state', 'free', 'held')$c$),
+    ($c$SELECT ck.transition('stock', 42, 'state', 'free', 'held')$c$),
+    ($c$SELECT ck.transition_or_raise('stock', 42, 'state', 'free', 'held')$c$),
+    ($c$SELECT ck.update_if_version('stock', 43, 2, '{}')$c$),
+    ($c$SELECT ck.update_if_version_or_raise('stock', 43, 2, '{}')$c$)
+) AS calls(call);
+SELECT sku, qty, state, version FROM stock ORDER BY sku;
+UPDATE stock SET qty = 10, state = 'free';
 
 ALTER EXTENSION concurrency_kit UPDATE TO '1.0.0';
 

@@ -1,7 +1,8 @@
 // Conditional change: one UPDATE ... WHERE <condition> per call (ck.try_decrement,
 // ck.decrement, ck.try_increment, ck.increment, ck.try_transition, ck.transition). Every call
 // takes (table, key, column, ...); the key is declared "any", so an unknown literal 'A1' is read
-// as the key column's type.
+// as the key column's type. The 0.x symbols stay, with their 0.x arguments and meaning, for the
+// 0.x functions until ALTER EXTENSION UPDATE replaces them (the 0.x scripts name them too).
 #include "args.hpp"
 #include "errcodes.hpp"
 #include "plan_cache.hpp"
@@ -14,6 +15,7 @@
 
 extern "C" {
 #include "common/int.h"
+#include "utils/numeric.h"
 }
 
 namespace {
@@ -46,17 +48,17 @@ const char *optional_name(FunctionCallInfo fcinfo, int argno)
     return NameStr(*PG_GETARG_NAME(argno));
 }
 
-// Every call: tbl 0, key 1, col 2.
-Call read_call(FunctionCallInfo fcinfo, int key_column_arg)
+// tbl 0, then key and col: 1 and 2 (1.0), or 2 and 1 (the 0.x counters).
+Call read_call(FunctionCallInfo fcinfo, int key_arg, int col_arg, int key_column_arg)
 {
     require_arg(fcinfo, 0, "table");
-    require_arg(fcinfo, 1, "key");
-    require_arg(fcinfo, 2, "column");
+    require_arg(fcinfo, key_arg, "key");
+    require_arg(fcinfo, col_arg, "column");
     Call c{};
     c.relid = PG_GETARG_OID(0);
-    c.key = PG_GETARG_DATUM(1);
-    c.key_type = ck::polymorphic_arg_type(fcinfo, 1, "key");
-    c.column = NameStr(*PG_GETARG_NAME(2));
+    c.key = PG_GETARG_DATUM(key_arg);
+    c.key_type = ck::polymorphic_arg_type(fcinfo, key_arg, "key");
+    c.column = NameStr(*PG_GETARG_NAME(col_arg));
     c.key_column = optional_name(fcinfo, key_column_arg);
     return c;
 }
@@ -194,6 +196,7 @@ struct Counter {
     StatementKind kind;
     const char *column_hint;
     const char *try_hint;     // on the raising form's errors; nullptr: this is the try_ form
+    bool v0 = false;          // the 0.x function: (tbl, col, key, ...), numeric bound and result
 };
 
 constexpr Counter try_decrement{StatementKind::Decrement,
@@ -210,20 +213,49 @@ constexpr Counter increment{StatementKind::Increment,
                             "1.0 takes the key before the column: ck.increment(table, key, column, amount, "
                             "upper_bound).",
                             "ck.try_increment returns NULL instead of raising."};
+constexpr Counter try_decrement_v0{StatementKind::Decrement, nullptr, nullptr, true};
+constexpr Counter decrement_v0{StatementKind::Decrement, nullptr, "", true};
+constexpr Counter try_increment_v0{StatementKind::Increment, nullptr, nullptr, true};
+constexpr Counter increment_v0{StatementKind::Increment, nullptr, "", true};
 
-// Shared by the four counter functions: tbl 0, key 1, col 2, amount 3, upper_bound 4 (increment),
-// key_column last.
+// The upper bound of a 0.x increment, numeric: NULL (no bound but the column type's) for one
+// no bigint reaches ('Infinity', 'NaN', which sorts above every number, 1e100), false when no
+// bigint is that low, else its floor.
+bool bound_v0(Numeric bound, int64 *limit, bool *none)
+{
+    auto cmp = [&](int64 v) {
+        return DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(bound),
+                                                 NumericGetDatum(int64_to_numeric(v))));
+    };
+    *none = numeric_is_nan(bound) || cmp(PG_INT64_MAX) >= 0;
+    if (*none)
+        return true;
+    if (cmp(PG_INT64_MIN) < 0)
+        return false;
+    *limit = DatumGetInt64(DirectFunctionCall1(numeric_int8, DirectFunctionCall1(numeric_floor, NumericGetDatum(bound))));
+    return true;
+}
+
+// Shared by the counter functions: tbl 0, key 1, col 2 (0.x: col 1, key 2), amount 3,
+// upper_bound 4 (increment), key_column last.
 Datum change_counter(FunctionCallInfo fcinfo, const Counter &f)
 {
     bool increment = f.kind == StatementKind::Increment;
-    Call call = read_call(fcinfo, increment ? 5 : 4);
+    Call call = read_call(fcinfo, f.v0 ? 2 : 1, f.v0 ? 1 : 2, increment ? 5 : 4);
     call.column_hint = f.column_hint;
     call.amount = read_amount(fcinfo, 3);
-    int64 limit = 0;
+    int64 bound = 0;
     bool reachable = true;   // false: no value plus amount stays within the bound
     call.bound_null = !increment || PG_ARGISNULL(4);
-    if (!call.bound_null) {
-        reachable = !pg_sub_s64_overflow(PG_GETARG_INT64(4), call.amount, &limit);
+    if (f.v0 && increment) {
+        require_arg(fcinfo, 4, "upper_bound");   // 0.x had no default
+        reachable = ck::pg_call([&] { return bound_v0(PG_GETARG_NUMERIC(4), &bound, &call.bound_null); });
+    } else if (!call.bound_null) {
+        bound = PG_GETARG_INT64(4);
+    }
+    int64 limit = 0;
+    if (reachable && !call.bound_null) {
+        reachable = !pg_sub_s64_overflow(bound, call.amount, &limit);
         call.bound = Int64GetDatum(limit);
     }
 
@@ -235,6 +267,8 @@ Datum change_counter(FunctionCallInfo fcinfo, const Counter &f)
         bool isnull;
         int64 result = DatumGetInt64(ck::result_datum(0, 1, &isnull));
         ck::spi_finish();
+        if (f.v0)
+            PG_RETURN_NUMERIC(ck::pg_call([&] { return int64_to_numeric(result); }));
         PG_RETURN_INT64(result);
     }
     if (f.try_hint == nullptr) {
@@ -247,13 +281,13 @@ Datum change_counter(FunctionCallInfo fcinfo, const Counter &f)
         ck::raise_no_such_row(p, ck::key_text(call.key, call.key_type), f.try_hint);
     std::string label = row_label(p, call);
     if (increment) {
-        std::string bound = call.bound_null ? "the largest value of its type"
-                                            : ck::fmt(INT64_FORMAT, PG_GETARG_INT64(4));
+        std::string bound_text = call.bound_null ? "the largest value of its type" : ck::fmt(INT64_FORMAT, bound);
         throw ck::Error(CK_ERRCODE_BOUND_EXCEEDED,
                         ck::fmt("%s: %s is %s, adding " INT64_FORMAT " would pass %s", label.c_str(),
-                                p.column.c_str(), current.c_str(), call.amount, bound.c_str()),
+                                p.column.c_str(), current.c_str(), call.amount, bound_text.c_str()),
                         ck::fmt("Table %s, %s: current %s, amount " INT64_FORMAT ", upper bound %s.",
-                                p.qualified.c_str(), p.column.c_str(), current.c_str(), call.amount, bound.c_str()),
+                                p.qualified.c_str(), p.column.c_str(), current.c_str(), call.amount,
+                                bound_text.c_str()),
                         f.try_hint);
     }
     throw ck::Error(CK_ERRCODE_INSUFFICIENT,
@@ -267,7 +301,7 @@ Datum change_counter(FunctionCallInfo fcinfo, const Counter &f)
 // ck.transition / ck.try_transition(tbl, key, col, from_value, to_value [, key_column]).
 Datum change_state(FunctionCallInfo fcinfo, bool raise)
 {
-    Call call = read_call(fcinfo, 5);
+    Call call = read_call(fcinfo, 1, 2, 5);
     require_arg(fcinfo, 3, "from_value");
     require_arg(fcinfo, 4, "to_value");
     call.from_value = PG_GETARG_DATUM(3);
@@ -298,10 +332,19 @@ Datum change_state(FunctionCallInfo fcinfo, bool raise)
 
 } // namespace
 
-// The 1.0 entry points; the 0.x symbols, whose argument order differs, are in retired.cpp.
+// The 1.0 functions.
 CK_FUNCTION(ck_try_decrement_v1) { return change_counter(fcinfo, try_decrement); }
 CK_FUNCTION(ck_decrement_v1) { return change_counter(fcinfo, decrement); }
 CK_FUNCTION(ck_try_increment_v1) { return change_counter(fcinfo, try_increment); }
 CK_FUNCTION(ck_increment_v1) { return change_counter(fcinfo, increment); }
 CK_FUNCTION(ck_try_transition) { return change_state(fcinfo, false); }
 CK_FUNCTION(ck_transition_v1) { return change_state(fcinfo, true); }
+
+// The 0.x functions, until the update replaces them: (tbl, col, key, ...) counters returning
+// numeric, transition returning false, transition_or_raise (void: its result is not read).
+CK_FUNCTION(ck_try_decrement) { return change_counter(fcinfo, try_decrement_v0); }
+CK_FUNCTION(ck_decrement) { return change_counter(fcinfo, decrement_v0); }
+CK_FUNCTION(ck_try_increment) { return change_counter(fcinfo, try_increment_v0); }
+CK_FUNCTION(ck_increment) { return change_counter(fcinfo, increment_v0); }
+CK_FUNCTION(ck_transition) { return change_state(fcinfo, false); }
+CK_FUNCTION(ck_transition_or_raise) { return change_state(fcinfo, true); }

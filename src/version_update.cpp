@@ -199,6 +199,11 @@ Datum update_if_version(FunctionCallInfo fcinfo, bool raise)
 
 } // namespace
 
-// The 1.0 entry points; the 0.x symbols, whose names meant the other form, are in retired.cpp.
+// The 1.0 functions.
 CK_FUNCTION(ck_try_update_if_version) { return update_if_version(fcinfo, false); }
 CK_FUNCTION(ck_update_if_version_v1) { return update_if_version(fcinfo, true); }
+
+// The 0.x functions, with their 0.x meaning until ALTER EXTENSION UPDATE replaces them (the 0.x
+// scripts name these symbols): update_if_version returned NULL when stale.
+CK_FUNCTION(ck_update_if_version) { return update_if_version(fcinfo, false); }
+CK_FUNCTION(ck_update_if_version_or_raise) { return update_if_version(fcinfo, true); }
