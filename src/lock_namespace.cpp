@@ -69,10 +69,10 @@ const Prepared &statement(StatementKind kind)
     });
 }
 
-// Runs the lookup or the registration; true with *number when a row came back.
-bool run(StatementKind kind, Datum name, int32 *number, Snap snap)
+// Runs the lookup or the registration of name; true with *number when a row came back.
+bool run(StatementKind kind, const char *name, int32 *number, Snap snap)
 {
-    Datum values[1] = {name};
+    Datum values[1] = {pg_call([&] { return PointerGetDatum(cstring_to_text(name)); })};
     if (execute_plan(statement(kind).plan, values, nullptr, snap) == 0)
         return false;
     bool isnull;
@@ -80,22 +80,20 @@ bool run(StatementKind kind, Datum name, int32 *number, Snap snap)
     return true;
 }
 
-// The number of a name this backend has seen, for a caller who may read the registry.
+// The number of a name this backend has seen, for a caller who may read the registry (true);
+// false for a name to look up, once it is known to be one a namespace may have.
 bool cached_number(const std::string &key, int32 *number)
 {
     auto it = committed.find(key);
-    if (it == committed.end() && (it = pending.find(key)) == pending.end())
+    if (it == committed.end() && (it = pending.find(key)) == pending.end()) {
+        if (key.empty() || key.size() > max_name_bytes)
+            throw Error(ERRCODE_INVALID_PARAMETER_VALUE,
+                        fmt("a lock namespace name must have 1 to %zu bytes, got %zu", max_name_bytes, key.size()));
         return false;
+    }
     require_registry_read();
     *number = it->second;
     return true;
-}
-
-void check_name(const std::string &key)
-{
-    if (key.empty() || key.size() > max_name_bytes)
-        throw Error(ERRCODE_INVALID_PARAMETER_VALUE,
-                    fmt("a lock namespace name must have 1 to %zu bytes, got %zu", max_name_bytes, key.size()));
 }
 
 // The registered name closest to name, within two edits (a typo); empty when none is. The
@@ -132,18 +130,15 @@ int32 lock_namespace_register(const char *name)
     int32 number;
     if (cached_number(key, &number))
         return number;
-    check_name(key);
-
-    Datum text = pg_call([&] { return PointerGetDatum(cstring_to_text(name)); });
     spi_connect();
     // Look first (no write for a known name); register if missing; a concurrent first use
     // that won the insert is found by the second look (READ COMMITTED sees it once committed).
-    bool found = run(StatementKind::NamespaceLookup, text, &number, Snap::Fresh);
+    bool found = run(StatementKind::NamespaceLookup, name, &number, Snap::Fresh);
     if (!found) {
         // The insert waits for a concurrent, uncommitted registration of the same name, as
         // long as lock_timeout allows.
         try {
-            found = run(StatementKind::NamespaceRegister, text, &number, Snap::Fresh);
+            found = run(StatementKind::NamespaceRegister, name, &number, Snap::Fresh);
         } catch (const PgError &e) {
             ErrorData *edata = e.data();
             if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
@@ -155,7 +150,7 @@ int32 lock_namespace_register(const char *name)
                 });
             throw;
         }
-        found = found || run(StatementKind::NamespaceLookup, text, &number, Snap::Fresh);
+        found = found || run(StatementKind::NamespaceLookup, name, &number, Snap::Fresh);
     }
     spi_finish();
     if (!found)
@@ -173,13 +168,10 @@ int32 lock_namespace_find(const char *name)
     int32 number;
     if (cached_number(key, &number))
         return number;
-    check_name(key);
-
-    Datum text = pg_call([&] { return PointerGetDatum(cstring_to_text(name)); });
     spi_connect();
     // The latest snapshot, under REPEATABLE READ too: a name registered since this
     // transaction began (by a migration, say) exists.
-    if (!run(StatementKind::NamespaceLookup, text, &number, Snap::Latest)) {
+    if (!run(StatementKind::NamespaceLookup, name, &number, Snap::Latest)) {
         std::string closest = closest_name(key);
         std::string create = pg_call([&] { return quote_literal_cstr(name); });
         std::string guess = closest.empty() ? "" : fmt("Did you mean \"%s\"? ", closest.c_str());
