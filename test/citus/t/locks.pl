@@ -26,12 +26,17 @@ my $s3 = CkCitus::session($workers[0]);
 my $pid1 = CkCitus::pid($s1);
 $s1->query_safe('BEGIN');
 $s1->query_safe("SELECT ck.xact_lock('orders', 42)");
+# (the probes in transaction blocks, where transaction locks belong: no 25P01 warning)
+$s2->query_safe('BEGIN');
 is($s2->query_safe("SELECT ck.try_xact_lock('orders', 42)"), 'f',
 	'two sessions through the coordinator exclude each other');
+$s2->query_safe('ROLLBACK');
+$s3->query_safe('BEGIN');
 is($s3->query_safe("SELECT ck.try_xact_lock($ns, 42)"), 't',
 	'a session connected to a worker takes the same key: the coordinator\'s lock does not exclude it');
 is($s3->query_safe("SELECT pg_try_advisory_xact_lock($ns, 42)"), 't',
 	'nor does Citus forward PostgreSQL\'s own advisory lock calls');
+$s3->query_safe('ROLLBACK');
 
 # A wait on the coordinator's lock is the coordinator's: ck.lock_waits there shows it, by namespace name.
 my $pid2 = CkCitus::pid($s2);
