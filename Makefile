@@ -8,7 +8,7 @@ EXTVERSION   = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION
 
 MODULE_big   = $(EXTENSION)
 OBJS         = $(patsubst %.cpp,%.o,$(wildcard src/*.cpp))
-DATA         = $(wildcard sql/$(EXTENSION)--*.sql)
+DATA         = $(wildcard sql/$(EXTENSION)--*.sql) $(wildcard sql/$(EXTENSION)--*.control)
 DOCS         = sql/postgres_exporter_queries.yaml
 
 PG_CXXFLAGS  = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-register -fno-omit-frame-pointer
