@@ -19,7 +19,7 @@ SHLIB_LINK  += -lstdc++
 
 # pg_regress inputs in sql/ (beside the install scripts); setup defines test helpers.
 REGRESS      = setup conditional plan_cache boundary memory sqlstate_action queue advisory_lock retry guard volatility_audit \
-               search_path queue_frontier queue_plan queue_unique queue_activity queue_limits queue_dependencies
+               search_path queue_frontier queue_plan queue_unique queue_activity queue_limits queue_dependencies queue_install
 REGRESS     += version_update lock_rows lock_audit
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(wildcard test/specs/*.spec)))
