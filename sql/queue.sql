@@ -63,7 +63,7 @@ CREATE TEMP TABLE batch AS SELECT * FROM ck.claim('jobs', 3);
 SELECT test.outcome(format('SELECT * FROM ck.complete_many(%L, %L, %L)', 'jobs',
     ARRAY(SELECT id FROM batch ORDER BY id),
     ARRAY(SELECT CASE WHEN payload->>'n' = '7' THEN lease_token + 1 ELSE lease_token END FROM batch ORDER BY id)))
-    ~ '^CK005: lease lost: job \d+ of queue public.jobs, lease token \d+ ' AS raised;
+    ~ '^CK005: lease lost: job \d+ of queue public.jobs \(Lease token \d+ ' AS raised;
 SELECT count(*) AS nothing_completed FROM jobs;
 SELECT b.payload AS done FROM ck.try_complete_many('jobs',
     ARRAY(SELECT id FROM batch ORDER BY id),

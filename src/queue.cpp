@@ -527,18 +527,20 @@ CK_FUNCTION(ck_claim_wait)
     return (Datum) 0;
 }
 
-// A lost lease, as every raising acknowledgement reports it (CK005): the queue, the job and the
-// token; the HINT names the form that returns a failure value instead (none for
+// A lost lease, as every raising acknowledgement reports it (CK005): the queue, the job and
+// the token; the HINT names the form that returns a failure value instead (none for
 // complete_and_claim, whose point is the raise).
 static ck::Error lease_lost(const Prepared &p, Datum id, Datum token, const char *try_form)
 {
     std::string hint = "Roll back what this transaction did for the job: its new holder does it.";
     if (try_form != nullptr)
         hint += ck::fmt(" %s instead of raising.", try_form);
+    // The token in the DETAIL: the message stays the same for every attempt of the job.
     return ck::Error(CK_ERRCODE_LEASE_LOST,
-                     ck::fmt("lease lost: job " INT64_FORMAT " of queue %s, lease token " INT64_FORMAT,
-                             DatumGetInt64(id), p.qualified.c_str(), DatumGetInt64(token)),
-                     "The lease expired and the job was claimed again, or the job was finished or cancelled.", hint);
+                     ck::fmt("lease lost: job " INT64_FORMAT " of queue %s", DatumGetInt64(id), p.qualified.c_str()),
+                     ck::fmt("Lease token " INT64_FORMAT " is no longer current: the lease expired and the job was "
+                             "claimed again, or the job was finished or cancelled.", DatumGetInt64(token)),
+                     hint);
 }
 
 // ck.complete raises CK005 when the lease was lost, ck.try_complete returns false.
