@@ -416,7 +416,8 @@ SELECT count(*) FROM ck.complete_many('jobs', array_fill(-1::bigint, ARRAY[10000
 SELECT count(*) FROM ck.complete_many('jobs', '{}', '{}'); -- expect: = 0
 -- 17 reads '{{}}' as an empty array.
 SELECT count(*) FROM ck.complete_many('jobs', '{{}}', '{}'); -- expect: 22P02; from 17: = 0
-SELECT count(*) FROM ck.complete_many('jobs', '[5:7]={1,2,3}', '{1,2,3}'); -- expect: = 0
+SELECT count(*) FROM ck.try_complete_many('jobs', '[5:7]={1,2,3}', '{1,2,3}'); -- expect: = 0
+SELECT count(*) FROM ck.complete_many('jobs', '[5:7]={1,2,3}', '{1,2,3}'); -- expect: CK005
 SELECT ck.complete_many('stock', '{}', '{}'); -- expect: 42809
 SELECT id AS jid, lease_token AS jtok FROM ck.claim('jobs') \gset
 SELECT count(*) FROM ck.try_complete_many('jobs', ARRAY[:jid, :jid]::bigint[], ARRAY[:jtok, :jtok]::bigint[]); -- expect: = 1
