@@ -690,7 +690,6 @@ static Datum complete_many(FunctionCallInfo fcinfo, bool raise)
     const Prepared &p = ck::queue_statement(StatementKind::CompleteMany, queue);
     ck::plan_queue_statement(p, queue);
     uint64 done = ck::execute_plan(p.plan, values, nullptr);
-    ck::count_at_commit(queue, Activity::Completed, done);
     ck::count_now(queue, Activity::LostAcks, static_cast<uint64>(ids) - done);
     ck::pg_call([&] {
         for (uint64 i = 0; i < SPI_processed; i++) {
@@ -704,6 +703,7 @@ static Datum complete_many(FunctionCallInfo fcinfo, bool raise)
         first_lost_pair(fcinfo, &id, &token);
         throw lease_lost(p, id, token, "ck.try_complete_many returns the ids still held");
     }
+    ck::count_at_commit(queue, Activity::Completed, done);
     Datum result = ck::return_result_rows(fcinfo, 1);
     ck::spi_finish();
     return result;
