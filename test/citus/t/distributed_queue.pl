@@ -70,8 +70,8 @@ is(scalar @$calls, 1, 'enqueue: one statement to a worker');
 like($calls->[0], qr/LATERAL ck\.enqueue\(/, '... which runs ck.enqueue on the shard');
 $calls = remote_calls(q{SELECT * FROM ck.claim('jobs')});
 is(scalar @$calls, 1, 'claim from a shard with jobs: one statement');
-$calls = remote_calls(q{SELECT ck.complete('jobs', 1, 0)});
-is(scalar @$calls, 1, 'complete: one statement, to the shard the id names');
+$calls = remote_calls(q{SELECT ck.try_complete('jobs', 1, 0)});
+is(scalar @$calls, 1, 'try_complete: one statement, to the shard the id names');
 $calls = remote_calls(q{SELECT * FROM ck.queue_stats('jobs')});
 is(scalar @$calls, 4, 'queue_stats: one statement per shard');
 
