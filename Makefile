@@ -8,7 +8,7 @@ EXTVERSION   = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION
 
 MODULE_big   = $(EXTENSION)
 OBJS         = $(patsubst %.cpp,%.o,$(wildcard src/*.cpp))
-DATA         = $(wildcard sql/$(EXTENSION)--*.sql)
+DATA         = $(wildcard sql/$(EXTENSION)--*.sql) $(wildcard sql/$(EXTENSION)--*.control)
 DOCS         = sql/postgres_exporter_queries.yaml
 
 PG_CXXFLAGS  = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-register -fno-omit-frame-pointer
@@ -19,7 +19,7 @@ SHLIB_LINK  += -lstdc++
 
 # pg_regress inputs in sql/ (beside the install scripts); setup defines test helpers.
 REGRESS      = setup conditional plan_cache boundary memory sqlstate_action queue advisory_lock retry guard volatility_audit \
-               search_path queue_frontier queue_plan queue_unique queue_activity queue_limits queue_dependencies
+               search_path queue_frontier queue_plan queue_unique queue_activity queue_limits queue_dependencies queue_install
 REGRESS     += version_update lock_rows lock_audit upgrade_calls
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(wildcard test/specs/*.spec)))

@@ -22,7 +22,7 @@ SELECT ck.session_lock('exports', 9);
 SELECT ck.session_lock('exports', 9);
 BEGIN; SELECT ck.xact_lock('reports', 1); ROLLBACK;
 SELECT ns_name, key, scope FROM ck.held_locks();
-SELECT * FROM ck.session_locks_held();
+SELECT * FROM ck_internal.session_locks_held();
 SELECT ck.session_unlock('exports', 9);
 SELECT ck.session_unlock('exports', 9);
 SELECT test.outcome($$SELECT ck.session_unlock('exports', 9)$$);

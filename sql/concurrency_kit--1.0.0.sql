@@ -11,6 +11,37 @@
 -- than the caller already has.
 GRANT USAGE ON SCHEMA ck TO PUBLIC;
 
+-- Internals: trigger functions, Citus plumbing and what only the extension calls, out of the
+-- view of \df ck.* (which is the API). Callers need USAGE: the triggers of their queues and
+-- ck's own functions run these with the caller's rights.
+CREATE SCHEMA ck_internal;
+GRANT USAGE ON SCHEMA ck_internal TO PUBLIC;
+
+-- trusted = true (concurrency_kit.control): this script runs as the bootstrap superuser when a
+-- database owner installs. Names it does not qualify are looked up in ck (then pg_catalog, first,
+-- and pg_temp, last), so ck must hold nothing another role put there: it must have been made by
+-- this CREATE EXTENSION (in this transaction, as ck_internal just was), or belong to a
+-- superuser, and it must be empty.
+DO $guard$
+DECLARE
+    ck_oid pg_catalog.oid := (SELECT n.oid FROM pg_catalog.pg_namespace AS n WHERE n.nspname OPERATOR(pg_catalog.=) 'ck');
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_namespace AS n, pg_catalog.pg_namespace AS i, pg_catalog.pg_roles AS r
+                   WHERE n.oid OPERATOR(pg_catalog.=) ck_oid AND i.nspname OPERATOR(pg_catalog.=) 'ck_internal'
+                     AND r.oid OPERATOR(pg_catalog.=) n.nspowner AND (n.xmin OPERATOR(pg_catalog.=) i.xmin OR r.rolsuper))
+       OR EXISTS (SELECT FROM pg_catalog.pg_class AS c WHERE c.relnamespace OPERATOR(pg_catalog.=) ck_oid)
+       OR EXISTS (SELECT FROM pg_catalog.pg_proc AS f WHERE f.pronamespace OPERATOR(pg_catalog.=) ck_oid)
+       OR EXISTS (SELECT FROM pg_catalog.pg_type AS t WHERE t.typnamespace OPERATOR(pg_catalog.=) ck_oid)
+       OR EXISTS (SELECT FROM pg_catalog.pg_operator AS o WHERE o.oprnamespace OPERATOR(pg_catalog.=) ck_oid)
+       OR EXISTS (SELECT FROM pg_catalog.pg_collation AS l WHERE l.collnamespace OPERATOR(pg_catalog.=) ck_oid)
+       OR EXISTS (SELECT FROM pg_catalog.pg_conversion AS v WHERE v.connamespace OPERATOR(pg_catalog.=) ck_oid) THEN
+        RAISE EXCEPTION 'schema ck already exists, with objects in it or owned by a role that is not a superuser'
+            USING ERRCODE = 'duplicate_schema',
+                  HINT = 'CREATE EXTENSION concurrency_kit makes schema ck: drop the old one first (DROP SCHEMA ck, after DROP EXTENSION concurrency_kit).';
+    END IF;
+END
+$guard$;
+
 ------------------------------------------------------------------------------------------
 -- Conditional change: one UPDATE ... WHERE <condition> per call
 ------------------------------------------------------------------------------------------
@@ -107,14 +138,14 @@ CREATE POLICY queues_owner ON ck.queues FOR ALL
 GRANT SELECT, INSERT, UPDATE, DELETE ON ck.queues TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('ck.queues', '');
 
-CREATE FUNCTION ck.queues_changed() RETURNS trigger
+CREATE FUNCTION ck_internal.queues_changed() RETURNS trigger
 LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queues_changed';
-COMMENT ON FUNCTION ck.queues_changed() IS
+COMMENT ON FUNCTION ck_internal.queues_changed() IS
 'trigger on ck.queues: drops the plans cached from a queue''s old settings';
 CREATE TRIGGER queues_changed AFTER UPDATE OR DELETE ON ck.queues
-    FOR EACH ROW EXECUTE FUNCTION ck.queues_changed();
+    FOR EACH ROW EXECUTE FUNCTION ck_internal.queues_changed();
 
-CREATE FUNCTION ck.notify_queue() RETURNS trigger
+CREATE FUNCTION ck_internal.notify_queue() RETURNS trigger
 LANGUAGE plpgsql SECURITY INVOKER
 AS $$
 BEGIN
@@ -122,22 +153,22 @@ BEGIN
     RETURN NULL;
 END
 $$;
-COMMENT ON FUNCTION ck.notify_queue() IS
+COMMENT ON FUNCTION ck_internal.notify_queue() IS
 'statement trigger of queues made with notify => true: NOTIFY "schema.queue" once per inserting statement';
 
-CREATE FUNCTION ck.queue_ready() RETURNS trigger
+CREATE FUNCTION ck_internal.queue_ready() RETURNS trigger
 LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queue_ready';
-COMMENT ON FUNCTION ck.queue_ready() IS
+COMMENT ON FUNCTION ck_internal.queue_ready() IS
 'statement trigger of every queue (AFTER INSERT, REFERENCING NEW TABLE): wakes the queue''s ck.claim_wait waiters when the transaction commits, and tells the claim frontier where the new jobs are (with the library preloaded)';
 
-CREATE FUNCTION ck.queue_changed() RETURNS trigger
+CREATE FUNCTION ck_internal.queue_changed() RETURNS trigger
 LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queue_changed';
-COMMENT ON FUNCTION ck.queue_changed() IS
+COMMENT ON FUNCTION ck_internal.queue_changed() IS
 'statement trigger of every queue (BEFORE UPDATE OR DELETE): an UPDATE or DELETE not issued by the extension''s functions makes the claim frontier start over when its transaction ends';
 
-CREATE FUNCTION ck.queue_left() RETURNS trigger
+CREATE FUNCTION ck_internal.queue_left() RETURNS trigger
 LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queue_left';
-COMMENT ON FUNCTION ck.queue_left() IS
+COMMENT ON FUNCTION ck_internal.queue_left() IS
 'statement trigger of every queue (AFTER DELETE, REFERENCING OLD TABLE): each job of a limited concurrency key that left the queue hands its slot to the oldest parked job of its key, or frees it';
 
 CREATE FUNCTION ck.claim_wait_mode()
@@ -185,7 +216,7 @@ BEGIN
     FOR shard_row IN SELECT p.part, p.shard FROM ck.distributed_queues AS q,
              LATERAL ROWS FROM (pg_catalog.unnest(q.parts), pg_catalog.unnest(q.shards)) AS p(part, shard)
              WHERE q.queue OPERATOR(pg_catalog.=) drop_queue.queue LOOP
-        EXECUTE pg_catalog.format('SELECT ck.detach_queue_shard($2::pg_catalog.regclass) FROM (SELECT pg_catalog.count(*)'
+        EXECUTE pg_catalog.format('SELECT ck_internal.detach_queue_shard($2::pg_catalog.regclass) FROM (SELECT pg_catalog.count(*)'
                                   ' FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) 0) AS s', queue_name)
             USING shard_row.part, shard_row.shard;
     END LOOP;
@@ -202,6 +233,16 @@ END
 $$;
 COMMENT ON FUNCTION ck.drop_queue(regclass) IS 'drops a queue, its dead letters and its registration';
 
+-- After DROP EXTENSION concurrency_kit CASCADE and CREATE EXTENSION, queue tables survive
+-- without their registration, triggers and everything kept in ck's tables.
+CREATE FUNCTION ck.adopt_queue(queue regclass, lease interval DEFAULT '30 seconds', max_attempts integer DEFAULT 5,
+                               notify boolean DEFAULT false)
+RETURNS regclass
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_adopt_queue';
+COMMENT ON FUNCTION ck.adopt_queue(regclass, interval, integer, boolean) IS
+'takes back a queue table that lost its registration (DROP EXTENSION ... CASCADE, CREATE EXTENSION): checks its columns, finds or makes its dead-letter table, makes its missing indexes and triggers, registers it; leases held then are lost, parked jobs are ready, jobs waiting for dependencies are dead letters';
+
 CREATE FUNCTION ck.enqueue(queue regclass, payload jsonb DEFAULT '{}', run_at timestamptz DEFAULT now(),
                            priority integer DEFAULT 0, unique_key text DEFAULT NULL, unique_for interval DEFAULT NULL,
                            concurrency_key text DEFAULT NULL, after bigint[] DEFAULT NULL)
@@ -211,7 +252,7 @@ AS 'MODULE_PATHNAME', 'ck_enqueue';
 COMMENT ON FUNCTION ck.enqueue(regclass, jsonb, timestamptz, integer, text, interval, text, bigint[]) IS
 'adds one job (lower priority first; not before run_at) and returns its id; with a unique_key, a job already in the queue with that key is returned instead and nothing is inserted; with unique_for too, the key stays taken that long, even after its job has left (the id returned is then that of the job that took it); with a concurrency_key, the job counts against that key''s limit (ck.set_concurrency_limit); with after, the job waits until every listed job still in the queue has completed, and is buried if one of them is buried or cancelled';
 
-CREATE FUNCTION ck.enqueue_unique(queue regclass, unique_key text, payload jsonb DEFAULT '{}',
+CREATE FUNCTION ck.enqueue_unique(queue regclass, unique_key text, payload jsonb,
                                   run_at timestamptz DEFAULT now(), priority integer DEFAULT 0,
                                   unique_for interval DEFAULT NULL, concurrency_key text DEFAULT NULL,
                                   OUT id bigint, OUT inserted boolean)
@@ -229,29 +270,39 @@ COMMENT ON FUNCTION ck.cancel(regclass, bigint) IS
 'moves a job to the dead letters with the reason cancelled: ''cancelled'' (it was waiting or scheduled), ''cancelling'' (a worker holds a valid lease: its next acknowledgement finds the lease lost) or ''gone'' (no such job in the queue)';
 
 CREATE FUNCTION ck.claim(queue regclass, batch integer DEFAULT 1, lease interval DEFAULT NULL)
-RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)
+RETURNS TABLE (id bigint, lease_token bigint, attempts integer, payload jsonb, lease_until timestamptz)
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
 AS 'MODULE_PATHNAME', 'ck_claim';
 COMMENT ON FUNCTION ck.claim(regclass, integer, interval) IS
 'one statement with FOR UPDATE SKIP LOCKED: leases up to batch ready jobs (by priority, run_at, id), each with a new lease token';
 
-CREATE FUNCTION ck.claim_wait(queue regclass, batch integer, lease interval, max_wait interval)
-RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)
+CREATE FUNCTION ck.claim_wait(queue regclass, batch integer DEFAULT 1, lease interval DEFAULT NULL,
+                              max_wait interval DEFAULT '10 seconds')
+RETURNS TABLE (id bigint, lease_token bigint, attempts integer, payload jsonb, lease_until timestamptz)
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
 AS 'MODULE_PATHNAME', 'ck_claim_wait';
 COMMENT ON FUNCTION ck.claim_wait(regclass, integer, interval, interval) IS
 'like claim, but waits up to max_wait for jobs: woken by the commit that makes jobs ready when the library is preloaded, else looking again every 10 to 200 ms; also wakes when a scheduled job or a lease end comes due';
 
+-- Acknowledgements (R3): the plain form raises CK005 when the lease was lost (the job's effects
+-- roll back with the transaction); the try_ form returns a failure value instead.
 CREATE FUNCTION ck.complete(queue regclass, id bigint, lease_token bigint)
 RETURNS boolean
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_complete';
 COMMENT ON FUNCTION ck.complete(regclass, bigint, bigint) IS
-'deletes a finished job if the lease token is still current; false when the lease was lost';
+'deletes a finished job if the lease token is still current: true; raises CK005 when the lease was lost (ck.try_complete returns false instead)';
+
+CREATE FUNCTION ck.try_complete(queue regclass, id bigint, lease_token bigint)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_complete';
+COMMENT ON FUNCTION ck.try_complete(regclass, bigint, bigint) IS
+'deletes a finished job if the lease token is still current: true; false when the lease was lost';
 
 CREATE FUNCTION ck.complete_and_claim(queue regclass, id bigint, lease_token bigint, batch integer DEFAULT 1,
                                       lease interval DEFAULT NULL)
-RETURNS TABLE (id bigint, lease_token bigint, attempt integer, payload jsonb, lease_until timestamptz)
+RETURNS TABLE (id bigint, lease_token bigint, attempts integer, payload jsonb, lease_until timestamptz)
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
 AS 'MODULE_PATHNAME', 'ck_complete_and_claim';
 COMMENT ON FUNCTION ck.complete_and_claim(regclass, bigint, bigint, integer, interval) IS
@@ -262,7 +313,14 @@ RETURNS SETOF bigint
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_complete_many';
 COMMENT ON FUNCTION ck.complete_many(regclass, bigint[], bigint[]) IS
-'ck.complete for the jobs of a batch claim in one statement: ids[i] with lease_tokens[i]; returns the ids that were still yours and are done (the others are left alone)';
+'ck.complete for the jobs of a batch claim in one statement: ids[i] with lease_tokens[i]; returns every id, or raises CK005 naming a pair whose lease was lost (nothing completed)';
+
+CREATE FUNCTION ck.try_complete_many(queue regclass, ids bigint[], lease_tokens bigint[])
+RETURNS SETOF bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_complete_many';
+COMMENT ON FUNCTION ck.try_complete_many(regclass, bigint[], bigint[]) IS
+'ck.try_complete for the jobs of a batch claim in one statement: returns the ids that were still yours and are done (the others are left alone)';
 
 CREATE FUNCTION ck.fail(queue regclass, id bigint, lease_token bigint, error text DEFAULT NULL,
                         retry_in interval DEFAULT NULL)
@@ -270,13 +328,28 @@ RETURNS text
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_fail';
 COMMENT ON FUNCTION ck.fail(regclass, bigint, bigint, text, interval) IS
-'retry (ready again after retry_in or a jittered exponential backoff), dead (attempts exhausted: moved to dead letters) or lost';
+'retry (ready again after retry_in or a jittered exponential backoff) or dead (attempts exhausted: moved to dead letters); raises CK005 when the lease was lost (ck.try_fail returns NULL instead)';
+
+CREATE FUNCTION ck.try_fail(queue regclass, id bigint, lease_token bigint, error text DEFAULT NULL,
+                            retry_in interval DEFAULT NULL)
+RETURNS text
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_fail';
+COMMENT ON FUNCTION ck.try_fail(regclass, bigint, bigint, text, interval) IS
+'retry or dead, as ck.fail; NULL when the lease was lost';
 
 CREATE FUNCTION ck.extend_lease(queue regclass, id bigint, lease_token bigint, lease interval)
 RETURNS timestamptz
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_extend_lease';
 COMMENT ON FUNCTION ck.extend_lease(regclass, bigint, bigint, interval) IS
+'heartbeat: the new lease end (now() + lease); raises CK005 when the lease was lost (ck.try_extend_lease returns NULL instead)';
+
+CREATE FUNCTION ck.try_extend_lease(queue regclass, id bigint, lease_token bigint, lease interval)
+RETURNS timestamptz
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_extend_lease';
+COMMENT ON FUNCTION ck.try_extend_lease(regclass, bigint, bigint, interval) IS
 'heartbeat: the new lease end (now() + lease), or NULL when the lease was lost';
 
 CREATE FUNCTION ck.retry_dead(queue regclass, id bigint)
@@ -302,11 +375,11 @@ AS 'MODULE_PATHNAME', 'ck_queue_stats';
 COMMENT ON FUNCTION ck.queue_stats(regclass) IS
 'job counts: running, expired, scheduled and dead exact; ready exact up to 10,000, estimated beyond (ready_estimated)';
 
-CREATE FUNCTION ck.claim_frontier(queue regclass)
+CREATE FUNCTION ck_internal.claim_frontier(queue regclass)
 RETURNS TABLE (priority integer, run_at timestamptz, id bigint)
 LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER ROWS 4
 AS 'MODULE_PATHNAME', 'ck_claim_frontier';
-COMMENT ON FUNCTION ck.claim_frontier(regclass) IS
+COMMENT ON FUNCTION ck_internal.claim_frontier(regclass) IS
 'where claims of each priority start reading the claim index, (run_at, id) on (NULL run_at: at its beginning; NULL id: from the first job of run_at); no rows while the frontier is not known (no claim yet, reset, more than 64 priorities: ck.claim_path says why)';
 
 CREATE FUNCTION ck.claim_path(queue regclass, OUT path text, OUT reason text)
@@ -677,7 +750,7 @@ BEGIN
             SELECT FROM pg_catalog.pg_trigger AS t WHERE t.tgrelid OPERATOR(pg_catalog.=) queue
                                                      AND t.tgname OPERATOR(pg_catalog.=) 'ck_left') THEN
         EXECUTE pg_catalog.format('CREATE TRIGGER ck_left AFTER DELETE ON %s REFERENCING OLD TABLE AS ck_old'
-                                  ' FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_left()', queue_name);
+                                  ' FOR EACH STATEMENT EXECUTE FUNCTION ck_internal.queue_left()', queue_name);
     END IF;
     -- The keys it settles: the one named, or every key without a limit of its own; one limit
     -- holds for all of them.
@@ -767,9 +840,9 @@ CREATE POLICY dependency_departures_writer ON ck.dependency_departures FOR ALL
 GRANT SELECT, INSERT, UPDATE, DELETE ON ck.dependency_departures TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('ck.dependency_departures', '');
 
-CREATE FUNCTION ck.queue_dependency_left() RETURNS trigger
+CREATE FUNCTION ck_internal.queue_dependency_left() RETURNS trigger
 LANGUAGE c AS 'MODULE_PATHNAME', 'ck_queue_dependency_left';
-COMMENT ON FUNCTION ck.queue_dependency_left() IS
+COMMENT ON FUNCTION ck_internal.queue_dependency_left() IS
 'row trigger of every queue (AFTER DELETE, WHEN the job has dependants): records the departure and resolves a batch of its dependants (counted down if it completed, buried if it was buried or cancelled)';
 
 -- Optimistic versioned updates, version guard, row locks (issue 24)
@@ -857,7 +930,7 @@ SELECT pg_catalog.pg_extension_config_dump('ck.distributed_queues', '');
 -- ids i modulo shard_count from first_id on, column part at its value, the unique index and
 -- the triggers that Citus does not take on the distributed table, and its row in ck.queues.
 -- Called by ck.distribute_queue through a statement routed to that shard.
-CREATE FUNCTION ck.attach_queue_shard(shard regclass, dead_shard regclass, part integer, shard_index integer,
+CREATE FUNCTION ck_internal.attach_queue_shard(shard regclass, dead_shard regclass, part integer, shard_index integer,
                                       shard_count integer, first_id bigint, lease interval, max_attempts integer)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
@@ -876,23 +949,23 @@ BEGIN
     EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN part SET DEFAULT %s', d, part);
     EXECUTE pg_catalog.format('CREATE UNIQUE INDEX ON %s (unique_key) WHERE unique_key IS NOT NULL', s);
     EXECUTE pg_catalog.format('CREATE TRIGGER ck_ready AFTER INSERT ON %s REFERENCING NEW TABLE AS ck_new'
-                              ' FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_ready()', s);
+                              ' FOR EACH STATEMENT EXECUTE FUNCTION ck_internal.queue_ready()', s);
     EXECUTE pg_catalog.format('CREATE TRIGGER ck_changed BEFORE UPDATE OR DELETE ON %s'
-                              ' FOR EACH STATEMENT EXECUTE FUNCTION ck.queue_changed()', s);
+                              ' FOR EACH STATEMENT EXECUTE FUNCTION ck_internal.queue_changed()', s);
     EXECUTE pg_catalog.format('CREATE TRIGGER ck_dependency_left AFTER DELETE ON %s FOR EACH ROW'
-                              ' WHEN (OLD.has_dependants) EXECUTE FUNCTION ck.queue_dependency_left()', s);
+                              ' WHEN (OLD.has_dependants) EXECUTE FUNCTION ck_internal.queue_dependency_left()', s);
     INSERT INTO ck.queues (queue, dead_letters, lease, max_attempts, notify)
     VALUES (shard, dead_shard, attach_queue_shard.lease, attach_queue_shard.max_attempts, false);
 END
 $$;
-COMMENT ON FUNCTION ck.attach_queue_shard(regclass, regclass, integer, integer, integer, bigint, interval, integer) IS
+COMMENT ON FUNCTION ck_internal.attach_queue_shard(regclass, regclass, integer, integer, integer, bigint, interval, integer) IS
 'internal, run by ck.distribute_queue on the worker holding a shard: makes the shard a queue of its own there';
 
 -- On every node that holds a shard of a queue being distributed (and on the coordinator): the
 -- queue's row of ck.distributed_queues there, so that queue calls made on that node route to
 -- the shards as the coordinator's do (0.3.3). A node that does not know the distributed table
 -- (Citus without metadata on the workers) gets no row: calls go through the coordinator.
-CREATE FUNCTION ck.register_distributed_queue(queue text, parts integer[], shards text[])
+CREATE FUNCTION ck_internal.register_distributed_queue(queue text, parts integer[], shards text[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $$
@@ -914,7 +987,7 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION ck.register_distributed_queue(text, integer[], text[]) IS
+COMMENT ON FUNCTION ck_internal.register_distributed_queue(text, integer[], text[]) IS
 'internal, run by ck.distribute_queue on every node holding a shard and on the coordinator: the queue''s row of ck.distributed_queues there, so that calls on that node route to the shards';
 
 CREATE FUNCTION ck.distribute_queue(queue regclass, shard_count integer DEFAULT NULL)
@@ -1041,20 +1114,20 @@ BEGIN
         END IF;
         -- Routed by part to the worker holding shard i (the same statement as the coordinator's
         -- calls): the shard becomes a queue there, and the node learns the queue's distribution.
-        EXECUTE pg_catalog.format('SELECT ck.attach_queue_shard($2::pg_catalog.regclass, $3::pg_catalog.regclass, $1, %s, %s, %s, %L, %s),'
-                                  ' ck.register_distributed_queue(%L, $4, $5)'
+        EXECUTE pg_catalog.format('SELECT ck_internal.attach_queue_shard($2::pg_catalog.regclass, $3::pg_catalog.regclass, $1, %s, %s, %s, %L, %s),'
+                                  ' ck_internal.register_distributed_queue(%L, $4, $5)'
                                   ' FROM (SELECT pg_catalog.count(*) FROM %s WHERE part OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) 0) AS s',
                                   i OPERATOR(pg_catalog.-) 1, n, first_id, config.lease, config.max_attempts, queue_name, queue_name)
         USING parts[i], shards[i], dead_shards[i], parts, shards;
     END LOOP;
-    PERFORM ck.register_distributed_queue(queue_name, parts, shards);
+    PERFORM ck_internal.register_distributed_queue(queue_name, parts, shards);
 END
 $$;
 COMMENT ON FUNCTION ck.distribute_queue(regclass, integer) IS
 'on a Citus cluster: distributes a queue (and its dead letters) over the workers; every queue call above keeps working on it, each touching one shard';
 
 -- On the worker that holds it, the registrations of a shard of a queue being dropped.
-CREATE FUNCTION ck.detach_queue_shard(shard regclass)
+CREATE FUNCTION ck_internal.detach_queue_shard(shard regclass)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $$
@@ -1068,5 +1141,14 @@ BEGIN
     WHERE shard OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.to_regclass(n) FROM pg_catalog.unnest(d.shards) AS n);
 END
 $$;
-COMMENT ON FUNCTION ck.detach_queue_shard(regclass) IS
+COMMENT ON FUNCTION ck_internal.detach_queue_shard(regclass) IS
 'internal, run by ck.drop_queue on the worker holding a shard of a distributed queue: removes the shard''s registrations there, the queue''s row of ck.distributed_queues among them';
+
+------------------------------------------------------------------------------------------
+-- Internals: schema ck_internal (trigger functions, Citus plumbing)
+------------------------------------------------------------------------------------------
+
+-- Made above in their own areas' sections, moved here as the update from 0.4.0 moves them
+-- (SET SCHEMA keeps their OIDs: the triggers and the SQL bodies that call them follow).
+ALTER FUNCTION ck.version_guard() SET SCHEMA ck_internal;
+ALTER FUNCTION ck.session_locks_held() SET SCHEMA ck_internal;

@@ -13,42 +13,72 @@ SELECT ck.enqueue('jobs', '{"n": 3}', run_at => now() + interval '1 hour');
 INSERT INTO jobs (payload) VALUES ('{"n": 4}');
 SELECT ready, scheduled, running, expired, dead, oldest_ready_age >= '0', ready_estimated
 FROM ck.queue_stats('jobs');
-SELECT payload, attempt, lease_token > 0 AS has_token, lease_until > now() AS leased
+SELECT payload, attempts, lease_token > 0 AS has_token, lease_until > now() AS leased
 FROM ck.claim('jobs', 10) ORDER BY id;
 SELECT count(*) AS nothing_left_to_claim FROM ck.claim('jobs');
 SELECT ready, scheduled, running, expired, dead FROM ck.queue_stats('jobs');
 
--- fenced acknowledgements: the current token completes once; an old token never does
+-- fenced acknowledgements: the current token completes once; an old token never does. The
+-- plain forms raise CK005 (naming queue, job and token) when the lease is lost, the try_ forms
+-- return false / NULL
 CREATE TEMP TABLE claimed AS SELECT * FROM ck.claim('jobs');
 TRUNCATE jobs;
 SELECT ck.enqueue('jobs', '{"n": 5}') AS job5 \gset
 CREATE TEMP TABLE first AS SELECT * FROM ck.claim('jobs');
-SELECT ck.complete('jobs', id, lease_token + 1) AS wrong_token FROM first;
+SELECT test.outcome(format('SELECT ck.complete(%L, %s, %s)', 'jobs', id, lease_token + 1)) AS wrong_token FROM first;
+SELECT ck.try_complete('jobs', id, lease_token + 1) AS try_wrong_token FROM first;
 SELECT ck.extend_lease('jobs', id, lease_token, '1 minute') > now() + interval '50 seconds' AS extended FROM first;
 -- the lease runs out and another worker claims the job again
 UPDATE jobs SET run_at = now() - interval '1 second';
 CREATE TEMP TABLE second AS SELECT * FROM ck.claim('jobs');
-SELECT s.attempt, s.lease_token <> f.lease_token AS new_token FROM first f, second s;
-SELECT ck.complete('jobs', id, lease_token) AS stale_complete FROM first;
-SELECT ck.fail('jobs', id, lease_token, 'stale') AS stale_fail FROM first;
-SELECT ck.extend_lease('jobs', id, lease_token, '1 minute') AS stale_extend FROM first;
+SELECT s.attempts, s.lease_token <> f.lease_token AS new_token FROM first f, second s;
+SELECT ck.try_complete('jobs', id, lease_token) AS stale_complete FROM first;
+SELECT ck.try_fail('jobs', id, lease_token, 'stale') AS stale_fail FROM first;
+SELECT ck.try_extend_lease('jobs', id, lease_token, '1 minute') AS stale_extend FROM first;
+SELECT test.outcome(format('SELECT ck.complete(%L, %s, %s)', 'jobs', id, lease_token)) AS raised FROM first
+UNION ALL SELECT test.outcome(format('SELECT ck.fail(%L, %s, %s, %L)', 'jobs', id, lease_token, 'stale')) FROM first
+UNION ALL SELECT test.outcome(format('SELECT ck.extend_lease(%L, %s, %s, %L)', 'jobs', id, lease_token, '1 minute')) FROM first;
+-- the HINT names the try_ form
+DO $$
+BEGIN
+    PERFORM ck.complete('jobs', id, lease_token) FROM first;
+EXCEPTION WHEN SQLSTATE 'CK005' THEN
+    DECLARE hint text;
+    BEGIN
+        GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+        RAISE NOTICE 'hint: %', hint;
+    END;
+END
+$$;
 SELECT attempts, lease_token = (SELECT lease_token FROM second) AS still_second_workers FROM jobs;
 SELECT ck.complete('jobs', id, lease_token) AS complete FROM second;
-SELECT ck.complete('jobs', id, lease_token) AS complete_twice FROM second;
+SELECT ck.try_complete('jobs', id, lease_token) AS complete_twice FROM second;
 SELECT count(*) AS jobs_left FROM jobs;
 
--- complete_many: a batch acknowledged in one statement; a pair whose token is not current
--- is left alone, and the ids returned are exactly the jobs done
+-- complete_many: a batch acknowledged in one statement. With a pair whose token is not current
+-- it raises CK005 naming that pair and completes nothing; try_complete_many leaves that pair
+-- alone, and the ids it returns are exactly the jobs done
 INSERT INTO jobs (payload) SELECT jsonb_build_object('n', g) FROM generate_series(6, 8) AS g;
 CREATE TEMP TABLE batch AS SELECT * FROM ck.claim('jobs', 3);
-SELECT b.payload AS done FROM ck.complete_many('jobs',
+SELECT test.outcome(format('SELECT * FROM ck.complete_many(%L, %L, %L)', 'jobs',
+    ARRAY(SELECT id FROM batch ORDER BY id),
+    ARRAY(SELECT CASE WHEN payload->>'n' = '7' THEN lease_token + 1 ELSE lease_token END FROM batch ORDER BY id)))
+    ~ '^CK005: lease lost: job \d+ of queue public.jobs \(Lease token \d+ ' AS raised;
+SELECT count(*) AS nothing_completed FROM jobs;
+SELECT b.payload AS done FROM ck.try_complete_many('jobs',
     ARRAY(SELECT id FROM batch ORDER BY id),
     ARRAY(SELECT CASE WHEN payload->>'n' = '7' THEN lease_token + 1 ELSE lease_token END FROM batch ORDER BY id)
 ) AS c(id) JOIN batch AS b USING (id) ORDER BY b.payload->>'n';
 SELECT payload AS still_leased, lease_token = (SELECT lease_token FROM batch WHERE payload->>'n' = '7') AS same_token
 FROM jobs;
-SELECT count(*) AS done_again FROM ck.complete_many('jobs', ARRAY(SELECT id FROM batch), ARRAY(SELECT lease_token FROM batch));
+SELECT count(*) AS done_again FROM ck.try_complete_many('jobs', ARRAY(SELECT id FROM batch), ARRAY(SELECT lease_token FROM batch));
 SELECT count(*) AS empty_batch FROM ck.complete_many('jobs', '{}', '{}');
+-- every pair held: complete_many returns every id
+INSERT INTO jobs (payload) SELECT jsonb_build_object('n', g) FROM generate_series(9, 10) AS g;
+CREATE TEMP TABLE held AS SELECT * FROM ck.claim('jobs', 2);
+SELECT array_agg(c.id ORDER BY c.id) = (SELECT array_agg(id ORDER BY id) FROM held) AS every_id
+FROM ck.complete_many('jobs', ARRAY(SELECT id FROM held), ARRAY(SELECT lease_token FROM held)) AS c(id);
+SELECT count(*) AS jobs_left FROM jobs;
 TRUNCATE jobs;
 
 -- complete_and_claim: the worker's loop in one call; each call completes the job held and
@@ -57,7 +87,7 @@ INSERT INTO jobs (payload) SELECT jsonb_build_object('n', g) FROM generate_serie
 SELECT id AS job, lease_token AS token FROM ck.claim('jobs') \gset
 SELECT id AS job, lease_token AS token, payload AS next FROM ck.complete_and_claim('jobs', :job, :token) \gset
 SELECT :'next' AS next, (SELECT count(*) FROM jobs) AS jobs_left;
-SELECT count(*) AS claimed, min(attempt) AS attempt FROM ck.complete_and_claim('jobs', :job, :token, batch => 5, lease => '1 minute');
+SELECT count(*) AS claimed, min(attempts) AS attempts FROM ck.complete_and_claim('jobs', :job, :token, batch => 5, lease => '1 minute');
 SELECT count(*) AS jobs_left, count(*) FILTER (WHERE lease_token IS NOT NULL) AS leased FROM jobs;
 -- the token is spent: CK005, and nothing is claimed
 SELECT test.outcome(format('SELECT * FROM ck.complete_and_claim(%L, %s, %s)', 'jobs', :job, :token));
@@ -71,7 +101,7 @@ SELECT count(*) AS claimable_before_retry_time FROM ck.claim('jobs');
 SELECT last_error, run_at > now() + interval '59 minutes' AS waits, lease_token IS NULL AS free FROM jobs;
 UPDATE jobs SET run_at = now();
 CREATE TEMP TABLE try2 AS SELECT * FROM ck.claim('jobs');
-SELECT attempt FROM try2;
+SELECT attempts FROM try2;
 SELECT ck.fail('jobs', id, lease_token, 'boom 2') FROM try2;
 SELECT count(*) AS in_queue FROM jobs;
 SELECT id = :job6 AS same_id, attempts, last_error, job->'payload' AS payload FROM jobs_dead;
@@ -133,6 +163,11 @@ SELECT ck.drop_queue('grows');
 
 -- claim_wait: returns at once when jobs are there, after max_wait when none are
 SELECT count(*) FROM ck.claim_wait('jobs', 3, '1 minute', '5 seconds');
+-- claim's defaults (batch 1, the queue's lease), and max_wait '10 seconds'
+INSERT INTO jobs (payload) VALUES ('{"n": "defaults"}');
+SELECT count(*) AS claimed, bool_and(lease_until - now() BETWEEN interval '29 seconds' AND interval '31 seconds') AS queue_lease
+FROM ck.claim_wait('jobs');
+SELECT pg_get_function_arguments('ck.claim'::regproc) AS claim, pg_get_function_arguments('ck.claim_wait'::regproc) AS claim_wait;
 DELETE FROM jobs;
 SELECT clock_timestamp() AS t0 \gset
 SELECT count(*) FROM ck.claim_wait('jobs', 1, '1 minute', '300 ms');

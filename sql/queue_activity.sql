@@ -34,17 +34,25 @@ SELECT enqueued, claimed FROM pg_temp.activity('act');
 -- Claimed, completed, failed and retried, cancelled (a running job), lost acknowledgements.
 CREATE TEMP TABLE leased AS SELECT id, lease_token, row_number() OVER (ORDER BY id) AS n FROM ck.claim('act', 4);
 SELECT ck.complete('act', id, lease_token) FROM leased WHERE n = 1;
-SELECT ck.complete('act', id, lease_token) AS again FROM leased WHERE n = 1;
+SELECT ck.try_complete('act', id, lease_token) AS again FROM leased WHERE n = 1;
 SELECT ck.fail('act', id, lease_token, 'boom') FROM leased WHERE n = 2;
 SELECT ck.cancel('act', id) FROM leased WHERE n = 3;
-SELECT ck.extend_lease('act', id, lease_token, '1 minute') AS extended FROM leased WHERE n = 3;
-SELECT ck.complete_many('act', ARRAY[id, id], ARRAY[lease_token, lease_token + 1]) FROM leased WHERE n = 4;
+SELECT ck.try_extend_lease('act', id, lease_token, '1 minute') AS extended FROM leased WHERE n = 3;
+SELECT ck.try_complete_many('act', ARRAY[id, id], ARRAY[lease_token, lease_token + 1]) FROM leased WHERE n = 4;
 SELECT * FROM pg_temp.activity('act');
+-- The raising forms count their lost leases too: one each, and two pairs of complete_many.
+SELECT left(test.outcome(s), 5) AS raised FROM leased AS l, LATERAL (VALUES
+    (format('SELECT ck.complete(%L, %s, %s)', 'act', l.id, l.lease_token)),
+    (format('SELECT ck.fail(%L, %s, %s)', 'act', l.id, l.lease_token)),
+    (format('SELECT ck.extend_lease(%L, %s, %s, %L)', 'act', l.id, l.lease_token, '1 minute')),
+    (format('SELECT ck.complete_many(%L, %L, %L)', 'act', ARRAY[l.id, l.id], ARRAY[l.lease_token, l.lease_token]))) AS c(s)
+WHERE l.n = 1;
+SELECT lost_acks FROM pg_temp.activity('act');
 
 -- A lost acknowledgement counts even when its transaction rolls back (ck.complete_and_claim
 -- raises CK005 for it, which rolls everything back).
 BEGIN;
-SELECT ck.complete('act', id, lease_token) AS lost_in_a_rollback FROM leased WHERE n = 1;
+SELECT ck.try_complete('act', id, lease_token) AS lost_in_a_rollback FROM leased WHERE n = 1;
 ROLLBACK;
 DO $$
 BEGIN

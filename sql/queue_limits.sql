@@ -27,7 +27,7 @@ SELECT array_agg(id) AS claimed_next FROM ck.claim('lq', 10);
 -- A retry keeps the slot (the job stays in the queue); the burial of its last attempt hands it on.
 SELECT ck.fail('lq', id, lease_token, 'boom', '0 seconds') FROM leased WHERE id = 2;
 SELECT * FROM pg_temp.jobs() WHERE key = 'a';
-SELECT id, attempt FROM ck.claim('lq', 10);
+SELECT id, attempts FROM ck.claim('lq', 10);
 SELECT ck.fail('lq', 2, lease_token, 'boom again') FROM lq WHERE id = 2;
 SELECT * FROM pg_temp.jobs() WHERE key = 'a';
 SELECT pg_temp.free('a') AS free_a;
@@ -91,9 +91,9 @@ DELETE FROM lq;
 
 -- Unique keys and concurrency keys together: a duplicate takes no slot.
 SELECT ck.set_concurrency_limit('lq', 'u', 1);
-SELECT inserted FROM ck.enqueue_unique('lq', 'once', concurrency_key => 'u');
-SELECT inserted FROM ck.enqueue_unique('lq', 'once', concurrency_key => 'u');
-SELECT inserted FROM ck.enqueue_unique('lq', 'twice', concurrency_key => 'u');
+SELECT inserted FROM ck.enqueue_unique('lq', 'once', '{}', concurrency_key => 'u');
+SELECT inserted FROM ck.enqueue_unique('lq', 'once', '{}', concurrency_key => 'u');
+SELECT inserted FROM ck.enqueue_unique('lq', 'twice', '{}', concurrency_key => 'u');
 SELECT * FROM pg_temp.jobs() WHERE key = 'u';
 SELECT pg_temp.free('u') AS free_u;
 DELETE FROM lq;

@@ -75,11 +75,11 @@ BEGIN
     EXECUTE call;
     RETURN pg_temp.pages_read('stale_ack') - before < 40;
 END $$;
-SELECT pg_temp.ack_pages(format('SELECT ck.complete(%L, %s, %s)', 'stale_ack', id, lease_token)) AS complete_few_pages
+SELECT pg_temp.ack_pages(format('SELECT ck.try_complete(%L, %s, %s)', 'stale_ack', id, lease_token)) AS complete_few_pages
 FROM leases ORDER BY id OFFSET 2 LIMIT 1;
-SELECT pg_temp.ack_pages(format('SELECT ck.extend_lease(%L, %s, %s, %L)', 'stale_ack', id, lease_token, '1 minute'))
+SELECT pg_temp.ack_pages(format('SELECT ck.try_extend_lease(%L, %s, %s, %L)', 'stale_ack', id, lease_token, '1 minute'))
     AS extend_few_pages
 FROM leases ORDER BY id OFFSET 3 LIMIT 1;
-SELECT pg_temp.ack_pages(format('SELECT ck.fail(%L, %s, %s, %L)', 'stale_ack', id, lease_token, 'retry')) AS fail_few_pages
+SELECT pg_temp.ack_pages(format('SELECT ck.try_fail(%L, %s, %s, %L)', 'stale_ack', id, lease_token, 'retry')) AS fail_few_pages
 FROM leases ORDER BY id OFFSET 4 LIMIT 1;
 SELECT ck.drop_queue('stale_ack');

@@ -93,5 +93,5 @@ UPDATE items SET price = 2 RETURNING rev;
 SELECT test.outcome($$SELECT ck.version_guard_ddl('docs', 'title')$$);
 SELECT test.outcome($$SELECT ck.version_guard_ddl('docs', 'nope')$$);
 SELECT test.outcome($$SELECT ck.version_guard_ddl(NULL)$$);
-SELECT test.outcome($$SELECT ck.version_guard()$$);
+SELECT test.outcome($$SELECT ck_internal.version_guard()$$);
 SELECT ck.version_guard_ddl('"we""ird"', 'v e r');

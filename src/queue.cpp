@@ -527,7 +527,24 @@ CK_FUNCTION(ck_claim_wait)
     return (Datum) 0;
 }
 
-CK_FUNCTION(ck_complete)
+// A lost lease, as every raising acknowledgement reports it (CK005): the queue, the job and
+// the token; the HINT names the form that returns a failure value instead (none for
+// complete_and_claim, whose point is the raise).
+static ck::Error lease_lost(const Prepared &p, Datum id, Datum token, const char *try_form)
+{
+    std::string hint = "Roll back what this transaction did for the job: its new holder does it.";
+    if (try_form != nullptr)
+        hint += ck::fmt(" %s instead of raising.", try_form);
+    // The token in the DETAIL: the message stays the same for every attempt of the job.
+    return ck::Error(CK_ERRCODE_LEASE_LOST,
+                     ck::fmt("lease lost: job " INT64_FORMAT " of queue %s", DatumGetInt64(id), p.qualified.c_str()),
+                     ck::fmt("Lease token " INT64_FORMAT " is no longer current: the lease expired and the job was "
+                             "claimed again, or the job was finished or cancelled.", DatumGetInt64(token)),
+                     hint);
+}
+
+// ck.complete raises CK005 when the lease was lost, ck.try_complete returns false.
+static Datum complete(FunctionCallInfo fcinfo, bool raise)
 {
     Ack a = ack_args(fcinfo);
     Datum values[2] = {a.id, a.token};
@@ -544,14 +561,26 @@ CK_FUNCTION(ck_complete)
         ck::count_at_commit(a.queue, Activity::Completed);
     } else {
         ck::count_now(a.queue, Activity::LostAcks);
+        if (raise)
+            throw lease_lost(p, a.id, a.token, "ck.try_complete returns false");
     }
     ck::spi_finish();
     PG_RETURN_BOOL(done);
 }
 
+CK_FUNCTION(ck_complete)
+{
+    return complete(fcinfo, true);
+}
+
+CK_FUNCTION(ck_try_complete)
+{
+    return complete(fcinfo, false);
+}
+
 // ck.complete_and_claim(queue, id, lease_token, batch, lease): a worker's loop in one call.
-// A lost lease raises CK005 instead of returning false, so whatever the worker wrote for the
-// job in this transaction rolls back with it, and nothing is claimed. The completed job's
+// A lost lease raises CK005 (there is no try_ form), so whatever the worker wrote for the job
+// in this transaction rolls back with it, and nothing is claimed. The completed job's
 // concurrency slot is handed on after the claim: the claim may wait for a job row (PostgreSQL's
 // SKIP LOCKED still waits for a row version it follows up an update chain), and a worker
 // completing that job holds it while it waits for the slot row (a 40P01 deadlock in make chaos).
@@ -572,13 +601,7 @@ CK_FUNCTION(ck_complete_and_claim)
     const Prepared &complete = ck::statement_by_id(StatementKind::Complete, a.queue);
     if (ck::execute_plan(complete.plan, values, nullptr) == 0) {
         ck::count_now(a.queue, Activity::LostAcks);
-        throw ck::Error(CK_ERRCODE_LEASE_LOST,
-                        ck::fmt("%s job " INT64_FORMAT ": the lease was lost", complete.table.c_str(),
-                                DatumGetInt64(a.id)),
-                        ck::fmt("Lease token " INT64_FORMAT " of job " INT64_FORMAT " in queue %s is no longer "
-                                "current: the lease expired and the job was claimed again, or it was finished.",
-                                DatumGetInt64(a.token), DatumGetInt64(a.id), complete.qualified.c_str()),
-                        "Roll back what this transaction did for the job; its new holder does it.");
+        throw lease_lost(complete, a.id, a.token, nullptr);
     }
     ready_again_on_abort(a.queue, a.id, 1);
     ck::count_at_commit(a.queue, Activity::Completed);
@@ -614,8 +637,40 @@ int array_length_arg(FunctionCallInfo fcinfo, int argno, const char *what)
     return shape.length;
 }
 
-// ck.complete_many(queue, ids, lease_tokens): the ids whose pair still held the lease.
-CK_FUNCTION(ck_complete_many)
+// The first pair of complete_many's arrays whose id the statement did not complete (the rows of
+// the last execution): the lease lost that ck.complete_many reports.
+static void first_lost_pair(FunctionCallInfo fcinfo, Datum *id, Datum *token)
+{
+    ck::pg_call([&] {
+        Datum *ids;
+        Datum *tokens;
+        int n;
+        int m;
+        deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE, &ids, nullptr, &n);
+        deconstruct_array(PG_GETARG_ARRAYTYPE_P(2), INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE, &tokens, nullptr, &m);
+        // A pair whose id came back once is done; its id repeated in a later pair is not.
+        bool *taken = static_cast<bool *>(palloc0(sizeof(bool) * (SPI_processed + 1)));
+        for (int i = 0; i < n; i++) {
+            uint64 r = 0;
+            for (; r < SPI_processed; r++) {
+                bool isnull;
+                if (!taken[r] && SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull) == ids[i])
+                    break;
+            }
+            if (r == SPI_processed) {
+                *id = ids[i];
+                *token = tokens[i];
+                return;
+            }
+            taken[r] = true;
+        }
+    });
+}
+
+// ck.complete_many(queue, ids, lease_tokens) completes every pair or raises CK005 (nothing
+// completed: the transaction rolls back); ck.try_complete_many returns the ids whose pair still
+// held the lease and leaves the others alone.
+static Datum complete_many(FunctionCallInfo fcinfo, bool raise)
 {
     require_arg(fcinfo, 0, "queue");
     int ids = array_length_arg(fcinfo, 1, "ids");
@@ -635,7 +690,6 @@ CK_FUNCTION(ck_complete_many)
     const Prepared &p = ck::queue_statement(StatementKind::CompleteMany, queue);
     ck::plan_queue_statement(p, queue);
     uint64 done = ck::execute_plan(p.plan, values, nullptr);
-    ck::count_at_commit(queue, Activity::Completed, done);
     ck::count_now(queue, Activity::LostAcks, static_cast<uint64>(ids) - done);
     ck::pg_call([&] {
         for (uint64 i = 0; i < SPI_processed; i++) {
@@ -643,12 +697,30 @@ CK_FUNCTION(ck_complete_many)
             ck::frontier_on_abort(queue, was.priority, was.key);
         }
     });
+    if (raise && done < static_cast<uint64>(ids)) {
+        Datum id = 0;
+        Datum token = 0;
+        first_lost_pair(fcinfo, &id, &token);
+        throw lease_lost(p, id, token, "ck.try_complete_many returns the ids still held");
+    }
+    ck::count_at_commit(queue, Activity::Completed, done);
     Datum result = ck::return_result_rows(fcinfo, 1);
     ck::spi_finish();
     return result;
 }
 
-CK_FUNCTION(ck_extend_lease)
+CK_FUNCTION(ck_complete_many)
+{
+    return complete_many(fcinfo, true);
+}
+
+CK_FUNCTION(ck_try_complete_many)
+{
+    return complete_many(fcinfo, false);
+}
+
+// ck.extend_lease raises CK005 when the lease was lost, ck.try_extend_lease returns NULL.
+static Datum extend_lease(FunctionCallInfo fcinfo, bool raise)
 {
     Ack a = ack_args(fcinfo);
     require_arg(fcinfo, 3, "lease");
@@ -662,8 +734,10 @@ CK_FUNCTION(ck_extend_lease)
     }
     const Prepared &p = ck::statement_by_id(StatementKind::ExtendLease, a.queue);
     if (ck::execute_plan(p.plan, values, nullptr) == 0) {
-        ck::spi_finish();
         ck::count_now(a.queue, Activity::LostAcks);
+        if (raise)
+            throw lease_lost(p, a.id, a.token, "ck.try_extend_lease returns NULL");
+        ck::spi_finish();
         PG_RETURN_NULL();
     }
     ready_again_on_abort(a.queue, a.id, 2);
@@ -673,7 +747,19 @@ CK_FUNCTION(ck_extend_lease)
     return until;   // timestamptz is pass-by-value
 }
 
-CK_FUNCTION(ck_fail)
+CK_FUNCTION(ck_extend_lease)
+{
+    return extend_lease(fcinfo, true);
+}
+
+CK_FUNCTION(ck_try_extend_lease)
+{
+    return extend_lease(fcinfo, false);
+}
+
+// ck.fail raises CK005 when the lease was lost, ck.try_fail returns NULL; else both say what
+// became of the job: retry or dead.
+static Datum fail(FunctionCallInfo fcinfo, bool raise)
 {
     Ack a = ack_args(fcinfo);
     Datum error = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
@@ -692,9 +778,11 @@ CK_FUNCTION(ck_fail)
     const Prepared &lock = ck::statement_by_id(StatementKind::FailLock, a.queue);
     Datum key[2] = {a.id, a.token};
     if (ck::execute_plan(lock.plan, key, nullptr) == 0) {
-        ck::spi_finish();
         ck::count_now(a.queue, Activity::LostAcks);
-        PG_RETURN_TEXT_P(cstring_to_text("lost"));
+        if (raise)
+            throw lease_lost(lock, a.id, a.token, "ck.try_fail returns NULL");
+        ck::spi_finish();
+        PG_RETURN_NULL();
     }
     ck::count_at_commit(a.queue, Activity::Failed);
     ready_again_on_abort(a.queue, a.id, 2);
@@ -725,6 +813,16 @@ CK_FUNCTION(ck_fail)
     }
     ck::spi_finish();
     PG_RETURN_TEXT_P(cstring_to_text(outcome));
+}
+
+CK_FUNCTION(ck_fail)
+{
+    return fail(fcinfo, true);
+}
+
+CK_FUNCTION(ck_try_fail)
+{
+    return fail(fcinfo, false);
 }
 
 CK_FUNCTION(ck_retry_dead)

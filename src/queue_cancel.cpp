@@ -1,7 +1,7 @@
 // ck.cancel(queue, id): the job leaves the queue for its dead letters (reason 'cancelled'),
 // waiting or running alike. A running job's holder learns it at its next acknowledgement,
-// which finds no row with its token: ck.complete returns false, ck.fail 'lost',
-// ck.extend_lease NULL, ck.complete_and_claim raises CK005, and nothing is acknowledged.
+// which finds no row with its token: every acknowledgement raises CK005 (the try_ forms return
+// false or NULL), and nothing is acknowledged.
 // A claim still in progress on the job holds its row: the cancel waits for it (bounded by
 // lock_timeout and statement_timeout, like any row lock) and then cancels what it leased.
 #include "args.hpp"

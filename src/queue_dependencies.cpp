@@ -274,11 +274,11 @@ CK_FUNCTION(ck_queue_dependency_left)
     Left left = ck::pg_call([&] {
         if (!CALLED_AS_TRIGGER(fcinfo))
             ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck.queue_dependency_left must be called as a trigger")));
+                            errmsg("ck_internal.queue_dependency_left must be called as a trigger")));
         TriggerData *trigger = (TriggerData *) fcinfo->context;
         if (!TRIGGER_FIRED_FOR_ROW(trigger->tg_event) || !TRIGGER_FIRED_BY_DELETE(trigger->tg_event))
             ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck.queue_dependency_left must be an AFTER DELETE FOR EACH ROW trigger")));
+                            errmsg("ck_internal.queue_dependency_left must be an AFTER DELETE FOR EACH ROW trigger")));
         Relation rel = trigger->tg_relation;
         AttrNumber id = ck::job_column(RelationGetDescr(rel), "id", INT8OID);
         bool isnull = true;

@@ -631,7 +631,7 @@ CK_FUNCTION(ck_queue_changed)
     ck::pg_call([&] {
         if (!CALLED_AS_TRIGGER(fcinfo))
             ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck.queue_changed must be called as a trigger")));
+                            errmsg("ck_internal.queue_changed must be called as a trigger")));
         if (ck::plans_executing() == 0)
             ck::frontier_reset_at_end(RelationGetRelid(((TriggerData *) fcinfo->context)->tg_relation));
     });

@@ -272,7 +272,7 @@ CK_FUNCTION(ck_queue_left)
     Left left = ck::pg_call([&] {
         if (!CALLED_AS_TRIGGER(fcinfo))
             ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck.queue_left must be called as a trigger")));
+                            errmsg("ck_internal.queue_left must be called as a trigger")));
         TriggerData *trigger = (TriggerData *) fcinfo->context;
         Relation rel = trigger->tg_relation;
         return Left{RelationGetRelid(rel), ck::keyed_jobs(trigger->tg_oldtable, RelationGetDescr(rel), false)};

@@ -160,7 +160,7 @@ CK_FUNCTION(ck_queue_ready)
     Inserted inserted = ck::pg_call([&] {
         if (!CALLED_AS_TRIGGER(fcinfo))
             ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck.queue_ready must be called as a trigger")));
+                            errmsg("ck_internal.queue_ready must be called as a trigger")));
         TriggerData *trigger = (TriggerData *) fcinfo->context;
         Oid queue = RelationGetRelid(trigger->tg_relation);
         ck::queue_mark_ready(queue);

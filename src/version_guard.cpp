@@ -33,7 +33,7 @@ HeapTuple guard_row(TriggerData *td)
     Relation rel = td->tg_relation;
     if (td->tg_trigger->tgnargs != 1)
         ereport(ERROR, (errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
-                        errmsg("ck.version_guard() takes the version column's name as its one argument")));
+                        errmsg("ck_internal.version_guard() takes the version column's name as its one argument")));
     const char *name = td->tg_trigger->tgargs[0];
     AttrNumber attnum = get_attnum(RelationGetRelid(rel), name);
     if (attnum <= 0)
@@ -102,7 +102,7 @@ std::string guard_ddl(FunctionCallInfo fcinfo, bool generator)
     });
     // OR REPLACE: running the DDL again (or for another column) leaves one guard of that name.
     return std::string("CREATE OR REPLACE TRIGGER ") + p.trigger + " BEFORE UPDATE ON " + p.table +
-           " FOR EACH ROW EXECUTE FUNCTION ck.version_guard(" + p.column + ");";
+           " FOR EACH ROW EXECUTE FUNCTION ck_internal.version_guard(" + p.column + ");";
 }
 
 } // namespace
@@ -113,7 +113,7 @@ CK_FUNCTION(ck_version_guard)
     if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
         !TRIGGER_FIRED_BY_UPDATE(td->tg_event))
         throw ck::Error(ERRCODE_TRIGGERED_ACTION_EXCEPTION,
-                        "ck.version_guard() must be fired BEFORE UPDATE FOR EACH ROW",
+                        "ck_internal.version_guard() must be fired BEFORE UPDATE FOR EACH ROW",
                         "", "Create it with ck.add_version_guard.");
     return ck::pg_call([&] { return PointerGetDatum(guard_row(td)); });
 }

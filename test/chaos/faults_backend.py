@@ -137,7 +137,7 @@ def claim_wait_wakes_up(v, ctl):
     elif call.ended - enqueued > REACT_S:
         problems.append(f"the follow-up claim_wait returned the job {call.ended - enqueued:.2f}s after it was enqueued")
     if call.rows:
-        if not one(v.conn, "SELECT ck.complete('empty_q', %s, %s)", call.rows[0]):
+        if not one(v.conn, "SELECT ck.try_complete('empty_q', %s, %s)", call.rows[0]):
             problems.append("the follow-up could not complete the job it claimed")
     return problems
 
@@ -170,8 +170,8 @@ def unique_key_still_free(v, ctl):
     """Follow-up of the unique-key case: the holder rolled back and the interrupted enqueue left
     nothing, so the key is free: this enqueue inserts, the next one finds its job."""
     try:
-        first = v.conn.execute("SELECT id, inserted FROM ck.enqueue_unique('unique_q', %s)", (v.ns,)).fetchone()
-        again = v.conn.execute("SELECT id, inserted FROM ck.enqueue_unique('unique_q', %s)", (v.ns,)).fetchone()
+        first = v.conn.execute("SELECT id, inserted FROM ck.enqueue_unique('unique_q', %s, '{}')", (v.ns,)).fetchone()
+        again = v.conn.execute("SELECT id, inserted FROM ck.enqueue_unique('unique_q', %s, '{}')", (v.ns,)).fetchone()
     except psycopg.Error as e:
         return [f"the follow-up enqueue failed: {e.sqlstate}: {str(e).strip()}"]
     if not first[1] or again != (first[0], False):
@@ -266,7 +266,7 @@ def cases():
              blocker=row_locker, prepare=claim_job, params=job_params,
              followup="SELECT ck.complete('work_q', %s, %s)"),
         Case("queue", "ck.enqueue_unique of a key another session is enqueuing (its transaction open)",
-             "SELECT * FROM ck.enqueue_unique('unique_q', %s)", lock_wait, all3,
+             "SELECT * FROM ck.enqueue_unique('unique_q', %s, '{}')", lock_wait, all3,
              blocker=unique_key_taken_by_blocker, params=lambda v: (v.ns,), followup=unique_key_still_free),
         Case("queue", "ck.cancel of a running job whose row another session has locked",
              "SELECT ck.cancel('work_q', %s), %s::bigint", lock_wait, ("statement_timeout", "cancel", "terminate"),

@@ -166,7 +166,7 @@ def error_reports(log, limit=3):
 
 CLAIM_LOG = """
 INSERT INTO claims (job_id, lease_token, attempt, lease_until, worker, sku, amount)
-SELECT id, lease_token, attempt, lease_until, %(w)s, (payload->>'sku')::int, (payload->>'amount')::int FROM c
+SELECT id, lease_token, attempts, lease_until, %(w)s, (payload->>'sku')::int, (payload->>'amount')::int FROM c
 RETURNING job_id, lease_token, sku, amount"""
 
 
@@ -203,7 +203,7 @@ class Worker(threading.Thread):
                          "VALUES (%s, %s, %s, ck.try_decrement('stock', %s::int, 'qty', %s))",
                          (job_id, sku, amount, sku, amount))
             if self.acknowledge == "complete":
-                done = one(conn, "SELECT ck.complete('jobs', %s, %s)", (job_id, token))
+                done = one(conn, "SELECT ck.try_complete('jobs', %s, %s)", (job_id, token))
                 self.run_.add_calls(4)
                 if not done:
                     conn.execute("ROLLBACK")
@@ -556,7 +556,7 @@ def run(tap, server, mode):
             # No unique key was lost for good: each job's key, its job done, takes a new job now.
             keyed = q("SELECT count(DISTINCT unique_key) FROM enqueued")
             c.execute("CREATE TEMP TABLE again AS SELECT e.unique_key, u.inserted FROM enqueued AS e,"
-                      " ck.enqueue_unique('jobs', e.unique_key) AS u")
+                      " ck.enqueue_unique('jobs', e.unique_key, '{}') AS u")
             stuck = q("SELECT count(*) FROM again WHERE NOT inserted")
             tap.ok(keyed == enqueued and stuck == 0,
                    f"every job's unique key ({keyed}, one per job) is free again after its job was done: none held for good",

@@ -270,21 +270,23 @@ FUNCS = {
     "create_queue": (lambda: opt([pick(QUEUE_NAMES, BAD_QUEUE_NAMES)], iv, lambda: pick(INTS, BAD_INTS),
                                  lambda: pick(BOOLS, BAD_BOOLS)), False, True),
     "drop_queue": (lambda: [queue()], False, True),
+    "adopt_queue": (lambda: opt([pick(["'orphan'"], BAD_QUEUE_NAMES)], iv, lambda: pick(INTS, BAD_INTS),
+                                lambda: pick(BOOLS, BAD_BOOLS)), False, True),
     "enqueue": (lambda: opt([queue()], lambda: pick(JSONS, BAD_JSONS), lambda: pick(TIMES, BAD_TIMES),
                             lambda: pick(INTS, BAD_INTS), lambda: pick(UNIQUE_KEYS, BAD_TEXTS), iv,
                             lambda: pick(CONCURRENCY_KEYS, BAD_TEXTS), lambda: pick(AFTERS, BAD_AFTERS)), False, False),
-    "enqueue_unique": (lambda: opt([queue(), pick(UNIQUE_KEYS, BAD_TEXTS)], lambda: pick(JSONS, BAD_JSONS),
+    "enqueue_unique": (lambda: opt([queue(), pick(UNIQUE_KEYS, BAD_TEXTS), pick(JSONS, BAD_JSONS)],
                                    lambda: pick(TIMES, BAD_TIMES), lambda: pick(INTS, BAD_INTS), iv), True, False),
     "cancel": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS)], False, False),
     "set_concurrency_limit": (lambda: [queue(), pick(CONCURRENCY_KEYS + ["NULL"], BAD_TEXTS),
                                        pick(["0", "1", "2", "NULL"], BAD_INTS)], False, True),
     # Citus only: without it distribute_queue raises 0A000, attach_queue_shard needs a shard's columns.
     "distribute_queue": (lambda: opt([queue()], lambda: pick(INTS, BAD_INTS)), False, True),
-    "attach_queue_shard": (lambda: [queue(), rel(), pick(INTS, BAD_INTS), pick(INTS, BAD_INTS), pick(INTS, BAD_INTS),
+    "ck_internal.attach_queue_shard": (lambda: [queue(), rel(), pick(INTS, BAD_INTS), pick(INTS, BAD_INTS), pick(INTS, BAD_INTS),
                                     pick(BIGINTS, BAD_BIGINTS), iv(), pick(INTS, BAD_INTS)], False, True),
-    "detach_queue_shard": (lambda: [rel()], False, True),
+    "ck_internal.detach_queue_shard": (lambda: [rel()], False, True),
     # Names that resolve to no table: a row for a real one would make its calls route to shards.
-    "register_distributed_queue": (lambda: [pick(["'no_such_table'", "'public.\"Nope\"'"], BAD_TEXTS),
+    "ck_internal.register_distributed_queue": (lambda: [pick(["'no_such_table'", "'public.\"Nope\"'"], BAD_TEXTS),
                                             pick(["'{1,2}'::int[]", "'{}'::int[]"], BAD_ARRAYS),
                                             pick(["'{a,b}'::text[]", "'{}'::text[]"], ["NULL", "'{NULL}'::text[]"])],
                                    False, True),
@@ -297,11 +299,16 @@ FUNCS = {
     "fail": (lambda: opt([queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)],
                          lambda: pick(["'boom'"], BAD_TEXTS), iv), False, False),
     "extend_lease": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS), iv()], False, False),
+    "try_complete": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)], False, False),
+    "try_complete_many": (lambda: [queue(), pick(ARRAYS, BAD_ARRAYS), pick(ARRAYS, BAD_ARRAYS)], True, False),
+    "try_fail": (lambda: opt([queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)],
+                             lambda: pick(["'boom'"], BAD_TEXTS), iv), False, False),
+    "try_extend_lease": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS), iv()], False, False),
     "retry_dead": (lambda: [queue(), pick(["(SELECT min(id) FROM jobs_dead)", "(SELECT max(id) FROM mail_dead)"],
                                           BAD_BIGINTS)], False, False),
     "purge_dead": (lambda: [queue(), iv()], False, False),
     "queue_stats": (lambda: [queue()], False, False),
-    "claim_frontier": (lambda: [queue()], True, False),
+    "ck_internal.claim_frontier": (lambda: [queue()], True, False),
     "queue_activity": (lambda: [], True, False),
     "claim_path": (lambda: [queue()], False, False),
     "lock_namespace": (lambda: [pick(NS_NAMES, BAD_NS_NAMES)], False, False),
@@ -310,7 +317,7 @@ FUNCS = {
     "session_lock": (lambda: opt([ns()], lambda: pick(LOCK_KEYS, BAD_LOCK_KEYS), iv), False, False),
     "session_unlock": (lambda: opt([ns()], lambda: pick(LOCK_KEYS, BAD_LOCK_KEYS)), False, False),
     "session_unlock_all": (lambda: [], False, False),
-    "session_locks_held": (lambda: [], True, False),
+    "ck_internal.session_locks_held": (lambda: [], True, False),
     "held_locks": (lambda: [], True, False),
     "lock_waits": (lambda: [], True, False),
     "set_lock_timeout": (lambda: [iv()], False, False),
@@ -346,7 +353,7 @@ SCENARIOS = [
     "SELECT ck.retry_dead('mail', d.id) FROM (SELECT id FROM mail_dead ORDER BY random() LIMIT {n}) AS d",
     "SELECT ck.cancel('jobs', c.id) FROM ck.claim('jobs', {n}) AS c",
     "SELECT ck.cancel('jobs', j.id) FROM (SELECT id FROM jobs ORDER BY random() LIMIT {n}) AS j",
-    "SELECT (ck.enqueue_unique('jobs', 'fuzz:' || (g % 3))).inserted FROM generate_series(1, {n}) AS g",
+    "SELECT (ck.enqueue_unique('jobs', 'fuzz:' || (g % 3), '{{}}')).inserted FROM generate_series(1, {n}) AS g",
     "SELECT ck.retry_dead('jobs', d.id) FROM (SELECT id FROM jobs_dead ORDER BY random() LIMIT {n}) AS d",
     "SELECT ck.enqueue('jobs', after => ARRAY(SELECT id FROM jobs ORDER BY random() LIMIT {n})) FROM generate_series(1, {n})",
     "SELECT ck.try_decrement('stock', s.sku, {col}, {amount}) FROM stock AS s WHERE s.sku < {n} + 3",
@@ -374,7 +381,8 @@ SCENARIOS = [
 
 
 def call_text(name, args):
-    return "ck.%s(%s)" % (name, ", ".join(args))
+    # internals are named with their schema (ck_internal)
+    return "%s(%s)" % (name if "." in name else "ck." + name, ", ".join(args))
 
 
 def scenario():

@@ -58,7 +58,7 @@ CREATE FUNCTION chaos.state() RETURNS text LANGUAGE sql VOLATILE AS $$
         (SELECT pg_catalog.string_agg(k.conname::text, ',' ORDER BY k.oid) FROM pg_catalog.pg_constraint AS k
          WHERE k.connamespace IN ('public'::regnamespace, 'ck'::regnamespace)),
         (SELECT pg_catalog.string_agg(h.ns || ':' || h.key || ':' || h.holds, ',' ORDER BY h.ns, h.key)
-         FROM ck.session_locks_held() AS h),
+         FROM ck_internal.session_locks_held() AS h),
         (SELECT pg_catalog.string_agg(l.classid || ':' || l.objid || ':' || l.mode, ',' ORDER BY l.classid, l.objid)
          FROM pg_catalog.pg_locks AS l WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()),
         pg_catalog.current_setting('lock_timeout'), pg_catalog.current_setting('statement_timeout'),

@@ -16,6 +16,9 @@ SET ROLE :"role";
 -- Queues: one with jobs in every state (ready, scheduled, leased, expired, dead), one that notifies.
 SELECT ck.create_queue('jobs', lease => '30 seconds', max_attempts => 3);
 SELECT ck.create_queue('mail', lease => '1 second', max_attempts => 1, notify => true);
+-- a queue table that lost its registration, as DROP EXTENSION ... CASCADE leaves one: for ck.adopt_queue
+SELECT ck.create_queue('orphan');
+DELETE FROM ck.queues WHERE queue = 'orphan'::regclass;
 SELECT count(ck.enqueue('jobs', pg_catalog.jsonb_build_object('n', i), now() + (i % 7 - 3) * interval '1 hour', i % 5 - 2))
 FROM generate_series(1, 300) AS i;
 SELECT count(ck.enqueue('mail', '{"to": "ann@example.com"}')) FROM generate_series(1, 50);

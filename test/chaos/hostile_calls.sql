@@ -239,7 +239,7 @@ SELECT ck.version_guard_ddl('stock', 'nope'); -- expect: 42703
 SELECT ck.version_guard_ddl('stock_v', 'q8'); -- expect: 42809
 SELECT ck.add_version_guard('stock', NULL); -- expect: 22004
 SELECT ck.add_version_guard('stock', 'state'); -- expect: 42804
-SELECT ck.version_guard(); -- expect: 09000|0A000
+SELECT ck_internal.version_guard(); -- expect: 09000|0A000
 -- row locks
 SELECT ck.lock_rows(NULL, ARRAY[1]); -- expect: 22004
 SELECT ck.lock_rows('stock', NULL::integer[]); -- expect: 22004
@@ -278,10 +278,10 @@ SELECT ck.sqlstate_action('XX000'); -- expect: = error
 ------------------------------------------------------------------------------------------
 -- Trigger functions called directly
 ------------------------------------------------------------------------------------------
-SELECT ck.queues_changed(); -- expect: 39P01|0A000
-SELECT ck.notify_queue(); -- expect: 39P01|0A000
-SELECT ck.queue_ready(); -- expect: 39P01|0A000
-SELECT ck.queue_left(); -- expect: 39P01|0A000
+SELECT ck_internal.queues_changed(); -- expect: 39P01|0A000
+SELECT ck_internal.notify_queue(); -- expect: 39P01|0A000
+SELECT ck_internal.queue_ready(); -- expect: 39P01|0A000
+SELECT ck_internal.queue_left(); -- expect: 39P01|0A000
 -- 'poll' only on a server whose shared memory has no room for the shared state (0.4.0): never
 -- on the test cluster, preloaded or not.
 SELECT ck.claim_wait_mode(); -- expect: = commit
@@ -346,12 +346,12 @@ SELECT ck.enqueue('jobs', after => (SELECT array_agg(g) FROM generate_series(1, 
 BEGIN; SELECT ck.enqueue('jobs', after => '{}') > 0; ROLLBACK; -- expect: = t
 BEGIN; SELECT ck.enqueue('jobs', after => ARRAY[9223372036854775807]) > 0; ROLLBACK; -- expect: = t
 BEGIN; SELECT ck.enqueue('jobs', after => '{{1,2},{3,4}}'::bigint[]) > 0; ROLLBACK; -- expect: = t
-SELECT ck.enqueue_unique(NULL, 'k'); -- expect: 22004
-SELECT ck.enqueue_unique('jobs', NULL); -- expect: 22004
+SELECT ck.enqueue_unique(NULL, 'k', '{}'); -- expect: 22004
+SELECT ck.enqueue_unique('jobs', NULL, '{}'); -- expect: 22004
 SELECT ck.enqueue_unique('jobs', 'k', NULL); -- expect: 22004
 SELECT ck.enqueue_unique('jobs', 'k', '{}', NULL); -- expect: 22004
 SELECT ck.enqueue_unique('jobs', 'k', '{}', now(), NULL); -- expect: 22004
-SELECT ck.enqueue_unique('stock', 'k'); -- expect: 42809
+SELECT ck.enqueue_unique('stock', 'k', '{}'); -- expect: 42809
 SELECT ck.set_concurrency_limit(NULL, 'k', 1); -- expect: 22004
 SELECT ck.set_concurrency_limit(0, 'k', 1); -- expect: 42P01
 SELECT ck.set_concurrency_limit('stock', 'k', 1); -- expect: 42809
@@ -366,8 +366,8 @@ SELECT ck.enqueue('jobs', unique_key => 'w', unique_for => '0'); -- expect: 2202
 SELECT ck.enqueue('jobs', unique_key => 'w', unique_for => '-1 day'); -- expect: 22023
 BEGIN; SELECT ck.enqueue('jobs', unique_key => 'w', unique_for => '1 ms') > 0; ROLLBACK; -- expect: = t
 BEGIN; SELECT ck.enqueue('jobs', unique_key => 'w', unique_for => '1000000 years') > 0; ROLLBACK; -- expect: ok or 22008
-BEGIN; SELECT (ck.enqueue_unique('jobs', 'w', unique_for => '1 hour')).id = (ck.enqueue_unique('jobs', 'w', unique_for => '1 hour')).id; ROLLBACK; -- expect: = t
-SELECT ck.enqueue_unique(:'other_q', 'k'); -- expect: 42501|0A000
+BEGIN; SELECT (ck.enqueue_unique('jobs', 'w', '{}', unique_for => '1 hour')).id = (ck.enqueue_unique('jobs', 'w', '{}', unique_for => '1 hour')).id; ROLLBACK; -- expect: = t
+SELECT ck.enqueue_unique(:'other_q', 'k', '{}'); -- expect: 42501|0A000
 SELECT ck.cancel(NULL, 1); -- expect: 22004
 SELECT ck.cancel('jobs', NULL); -- expect: 22004
 SELECT ck.cancel(0, 1); -- expect: 42P01
@@ -405,13 +405,15 @@ BEGIN; SELECT FROM ck.create_queue('empty_q'); SET LOCAL statement_timeout = '30
 SELECT ck.complete(NULL, 1, 1); -- expect: 22004
 SELECT ck.complete('jobs', NULL, 1); -- expect: 22004
 SELECT ck.complete('jobs', 1, NULL); -- expect: 22004
-SELECT ck.complete('jobs', -1, -1); -- expect: = f
-SELECT ck.complete('jobs', 9223372036854775807, -9223372036854775808); -- expect: = f
+SELECT ck.complete('jobs', -1, -1); -- expect: CK005
+SELECT ck.try_complete('jobs', -1, -1); -- expect: = f
+SELECT ck.try_complete('jobs', 9223372036854775807, -9223372036854775808); -- expect: = f
 SELECT ck.complete('stock', 1, 1); -- expect: 42809
 SELECT ck.complete(:'other_q', 1, 1); -- expect: 42501|0A000
 SELECT id AS jid, lease_token AS jtok FROM ck.claim('jobs') \gset
 SELECT ck.complete('jobs', :jid, :jtok); -- expect: = t
-SELECT ck.complete('jobs', :jid, :jtok); -- expect: = f
+SELECT ck.complete('jobs', :jid, :jtok); -- expect: CK005
+SELECT ck.try_complete('jobs', :jid, :jtok); -- expect: = f
 SELECT ck.complete_many(NULL, '{}', '{}'); -- expect: 22004
 SELECT ck.complete_many('jobs', NULL, '{}'); -- expect: 22004
 SELECT ck.complete_many('jobs', '{}', NULL); -- expect: 22004
@@ -421,14 +423,16 @@ SELECT ck.complete_many('jobs', '{1,2}', '{1}'); -- expect: 2202E
 SELECT ck.complete_many('jobs', '{{1,2},{3,4}}', '{{1,2},{3,4}}'); -- expect: 2202E
 SELECT ck.complete_many('jobs', array_fill(1::bigint, ARRAY[1, 1, 1]), '{1}'); -- expect: 2202E
 SELECT ck.complete_many('jobs', array_fill(1::bigint, ARRAY[10001]), array_fill(1::bigint, ARRAY[10001])); -- expect: 22023
-SELECT count(*) FROM ck.complete_many('jobs', array_fill(-1::bigint, ARRAY[10000]), array_fill(1::bigint, ARRAY[10000])); -- expect: = 0
+SELECT count(*) FROM ck.try_complete_many('jobs', array_fill(-1::bigint, ARRAY[10000]), array_fill(1::bigint, ARRAY[10000])); -- expect: = 0
+SELECT count(*) FROM ck.complete_many('jobs', array_fill(-1::bigint, ARRAY[10000]), array_fill(1::bigint, ARRAY[10000])); -- expect: CK005
 SELECT count(*) FROM ck.complete_many('jobs', '{}', '{}'); -- expect: = 0
 -- 17 reads '{{}}' as an empty array.
 SELECT count(*) FROM ck.complete_many('jobs', '{{}}', '{}'); -- expect: 22P02; from 17: = 0
-SELECT count(*) FROM ck.complete_many('jobs', '[5:7]={1,2,3}', '{1,2,3}'); -- expect: = 0
+SELECT count(*) FROM ck.try_complete_many('jobs', '[5:7]={1,2,3}', '{1,2,3}'); -- expect: = 0
+SELECT count(*) FROM ck.complete_many('jobs', '[5:7]={1,2,3}', '{1,2,3}'); -- expect: CK005
 SELECT ck.complete_many('stock', '{}', '{}'); -- expect: 42809
 SELECT id AS jid, lease_token AS jtok FROM ck.claim('jobs') \gset
-SELECT count(*) FROM ck.complete_many('jobs', ARRAY[:jid, :jid]::bigint[], ARRAY[:jtok, :jtok]::bigint[]); -- expect: = 1
+SELECT count(*) FROM ck.try_complete_many('jobs', ARRAY[:jid, :jid]::bigint[], ARRAY[:jtok, :jtok]::bigint[]); -- expect: = 1
 SELECT ck.complete_and_claim(NULL, 1, 1); -- expect: 22004
 SELECT ck.complete_and_claim('jobs', NULL, 1); -- expect: 22004
 SELECT ck.complete_and_claim('jobs', 1, NULL); -- expect: 22004
@@ -443,7 +447,8 @@ SELECT count(*) FROM ck.complete_and_claim('jobs', :jid, :jtok, 2); -- expect: =
 SELECT ck.fail(NULL, 1, 1); -- expect: 22004
 SELECT ck.fail('jobs', NULL, 1); -- expect: 22004
 SELECT ck.fail('jobs', 1, NULL); -- expect: 22004
-SELECT ck.fail('jobs', -1, -1); -- expect: = lost
+SELECT ck.fail('jobs', -1, -1); -- expect: CK005
+SELECT ck.try_fail('jobs', -1, -1); -- expect: = <NULL>
 SELECT ck.fail('jobs', -1, -1, NULL, '-1 second'); -- expect: 22023
 SELECT ck.fail('stock', 1, 1); -- expect: 42809
 SELECT id AS jid, lease_token AS jtok FROM ck.claim('jobs') \gset
@@ -452,14 +457,15 @@ SELECT ck.fail('jobs', :jid, :jtok, repeat('e', 100000), '2147483647 days'); -- 
 SELECT ck.fail('jobs', :jid, :jtok, NULL, '1 mon -30 days'); -- expect: = retry
 SELECT id AS mid, lease_token AS mtok FROM ck.claim('mail') \gset
 SELECT ck.fail('mail', :mid, :mtok, NULL); -- expect: = dead
-SELECT ck.fail('mail', :mid, :mtok, NULL); -- expect: = lost
+SELECT ck.try_fail('mail', :mid, :mtok, NULL); -- expect: = <NULL>
 SELECT ck.extend_lease(NULL, 1, 1, '1 hour'); -- expect: 22004
 SELECT ck.extend_lease('jobs', NULL, 1, '1 hour'); -- expect: 22004
 SELECT ck.extend_lease('jobs', 1, NULL, '1 hour'); -- expect: 22004
 SELECT ck.extend_lease('jobs', 1, 1, NULL); -- expect: 22004
 SELECT ck.extend_lease('jobs', 1, 1, '0'); -- expect: 22023
 SELECT ck.extend_lease('jobs', 1, 1, '-1 second'); -- expect: 22023
-SELECT ck.extend_lease('jobs', -1, -1, '1 hour'); -- expect: = <NULL>
+SELECT ck.extend_lease('jobs', -1, -1, '1 hour'); -- expect: CK005
+SELECT ck.try_extend_lease('jobs', -1, -1, '1 hour'); -- expect: = <NULL>
 SELECT ck.extend_lease('stock', 1, 1, '1 hour'); -- expect: 42809
 SELECT id AS jid, lease_token AS jtok FROM ck.claim('jobs') \gset
 SELECT ck.extend_lease('jobs', :jid, :jtok, '178000000 years'); -- expect: 22008
@@ -489,10 +495,10 @@ SELECT ck.queue_stats(0); -- expect: 42P01
 SELECT ck.queue_stats('stock'); -- expect: 42809
 SELECT ck.queue_stats(:'other_q'); -- expect: 42501|0A000
 SELECT dead FROM ck.queue_stats('mail'); -- expect: = 5
-SELECT ck.claim_frontier(NULL); -- expect: 22004
-SELECT ck.claim_frontier(0); -- expect: 42P01
-SELECT ck.claim_frontier('stock'); -- expect: 42809
-SELECT ck.claim_frontier(:'other_q'); -- expect: 42501|0A000
+SELECT ck_internal.claim_frontier(NULL); -- expect: 22004
+SELECT ck_internal.claim_frontier(0); -- expect: 42P01
+SELECT ck_internal.claim_frontier('stock'); -- expect: 42809
+SELECT ck_internal.claim_frontier(:'other_q'); -- expect: 42501|0A000
 SELECT ck.claim_path(NULL); -- expect: 22004
 SELECT ck.claim_path(0); -- expect: 42P01
 SELECT ck.claim_path('stock'); -- expect: 42809
@@ -567,7 +573,7 @@ SELECT ck.session_unlock(''); -- expect: 22023
 SELECT ck.session_lock(5, 5); -- expect: ok
 SELECT ck.session_lock(5, 5); -- expect: ok
 SELECT count(*) FROM ck.held_locks() WHERE scope = 'session'; -- expect: = 1
-SELECT holds FROM ck.session_locks_held(); -- expect: = 2
+SELECT holds FROM ck_internal.session_locks_held(); -- expect: = 2
 SELECT ck.session_unlock(5, 5); -- expect: ok
 SELECT ck.session_unlock(5, 5); -- expect: ok
 SELECT ck.session_unlock(5, 5); -- expect: 55000
@@ -575,7 +581,7 @@ SELECT ck.session_lock('outbox', 1); -- expect: ok
 SELECT pg_advisory_unlock(1, 1); -- expect: = t
 SELECT ck.session_unlock('outbox', 1); -- expect: 55000 or ok
 SELECT ck.session_unlock_all(); -- expect: ok
-SELECT count(*) FROM ck.session_locks_held(); -- expect: = 0
+SELECT count(*) FROM ck_internal.session_locks_held(); -- expect: = 0
 SELECT count(*) FROM ck.held_locks(); -- expect: = 0
 SELECT count(*) FROM ck.lock_waits() WHERE lock = 'advisory 77:77'; -- expect: = 0
 SELECT ck.set_lock_timeout(NULL); -- expect: 22004

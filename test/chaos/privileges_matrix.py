@@ -133,13 +133,13 @@ FUNCS = [
      "INSERT INTO app.jobs (payload, run_at, priority) VALUES ('{}', now(), 0) RETURNING id", "", {}),
     # A unique key: INSERT ... ON CONFLICT DO NOTHING, then the holder looked up.
     ("enqueue, unique key", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs"],
-     "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-key')).id > 0",
+     "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-key', '{}')).id > 0",
      "INSERT INTO app.jobs (payload, unique_key) VALUES ('{}', 'priv-key') "
      "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id", "", {}),
     # A time window: the same, after its row in ck.unique_windows (open to whoever may insert
     # into the queue).
     ("enqueue, unique window", ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs"],
-     "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-window', unique_for => '1 minute')).id > 0",
+     "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-window', '{}', unique_for => '1 minute')).id > 0",
      "INSERT INTO app.jobs (payload, unique_key) VALUES ('{}', 'priv-window') "
      "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id", "", {}),
     # A concurrency key: the slot is settled before the insert (ck.concurrency_slots is open to
@@ -154,7 +154,7 @@ FUNCS = [
     # of it is parked by the queue's insert trigger with the same UPDATE.
     ("enqueue, unique and concurrency key",
      ["USAGE on schema app", "INSERT on app.jobs", "SELECT on app.jobs", "UPDATE on app.jobs"],
-     "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-both-' || :'cell', concurrency_key => 'priv-held-' || :'cell')).id > 0",
+     "SELECT (ck.enqueue_unique(:jobs::regclass, 'priv-both-' || :'cell', '{}', concurrency_key => 'priv-held-' || :'cell')).id > 0",
      "INSERT INTO app.jobs (payload, unique_key, concurrency_key) VALUES ('{}', 'priv-both-' || :'cell', 'priv-held-' || :'cell') "
      "ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id",
      "SELECT ck.set_concurrency_limit('app.jobs', 'priv-held-' || :'cell', 0);", {}),
@@ -236,7 +236,7 @@ FUNCS = [
      "SELECT (ck.queue_stats(:jobs::regclass)).running >= 0",
      "SELECT (SELECT count(*) FROM app.jobs), (SELECT count(*) FROM app.jobs_dead)", "", {}),
     ("claim_frontier", ["USAGE on schema app", "SELECT on app.jobs"],
-     "SELECT count(*) >= 0 FROM ck.claim_frontier(:jobs::regclass)",
+     "SELECT count(*) >= 0 FROM ck_internal.claim_frontier(:jobs::regclass)",
      "SELECT count(*) FROM app.jobs", "", {}),
     # Like claim_frontier: what it tells is the queue's, so reading the queue is the right it needs.
     ("claim_path", ["USAGE on schema app", "SELECT on app.jobs"],
@@ -273,7 +273,7 @@ FUNCS = [
     ("session_lock(int), session_unlock(int)", [], "SELECT ck.session_lock(1, 7), ck.session_unlock(1, 7)",
      "SELECT pg_advisory_lock(1, 7), pg_advisory_unlock(1, 7)", "", {}),
     ("session_unlock_all", [], "SELECT ck.session_unlock_all()", "SELECT pg_advisory_unlock_all()", "", {}),
-    ("session_locks_held", [], "SELECT count(*) FROM ck.session_locks_held()", "SELECT 1", "", {}),
+    ("session_locks_held", [], "SELECT count(*) FROM ck_internal.session_locks_held()", "SELECT 1", "", {}),
     ("held_locks", REGISTRY, "SELECT count(*) FROM ck.held_locks()",
      "SELECT count(*) FROM pg_locks AS l LEFT JOIN ck.lock_namespaces AS n ON n.id = l.classid::integer", "", {}),
     ("lock_waits", REGISTRY, "SELECT count(*) FROM ck.lock_waits()",
@@ -311,7 +311,7 @@ FUNCS = [
      "SELECT qty FROM app.stock WHERE false", "", {}),
     ("add_version_guard", ["USAGE on schema app", "TRIGGER on app.stock"],
      "BEGIN; SELECT ck.add_version_guard(:stock::regclass, 'qty'); ROLLBACK",
-     "CREATE TRIGGER plain_guard BEFORE UPDATE ON app.stock FOR EACH ROW EXECUTE FUNCTION ck.version_guard('qty')", "",
+     "CREATE TRIGGER plain_guard BEFORE UPDATE ON app.stock FOR EACH ROW EXECUTE FUNCTION ck_internal.version_guard('qty')", "",
      {}),
     ("volatility_audit", [], "SELECT count(*) FROM ck.volatility_audit('app')",
      "SELECT count(*) FROM pg_proc WHERE pronamespace = 'app'::regnamespace", "", {}),

@@ -222,7 +222,7 @@ def part_early(tap, server, probe, size):
                                    "RETURNING job_id, lease_token", (by,)).fetchall()
             for job, token in claimed:
                 with conn.transaction():
-                    if one(conn, "SELECT ck.complete('jobs', %s, %s)", (job, token)):
+                    if one(conn, "SELECT ck.try_complete('jobs', %s, %s)", (job, token)):
                         conn.execute("INSERT INTO done VALUES (%s, %s)", (job, by))
             idle = idle + 1 if not claimed else 0
             if stop.is_set() and idle >= 3:
@@ -254,7 +254,7 @@ def part_early(tap, server, probe, size):
            f"both kinds of session claimed jobs (early {by_kind.get('early', 0)}, late {by_kind.get('late', 0)})")
 
     paths = [one(s, "SELECT path FROM ck.claim_path('jobs')") for s in (early[0], late[1])]
-    frontier = c.execute("SELECT priority FROM ck.claim_frontier('jobs')").fetchall()
+    frontier = c.execute("SELECT priority FROM ck_internal.claim_frontier('jobs')").fetchall()
     tap.ok(paths == ["frontier", "frontier"] and frontier == [(0,)],
            f"claims of the queue go from its frontier: ck.claim_path says {paths} (an early and a late session), "
            f"ck.claim_frontier knows priorities {[p for p, in frontier]}")
@@ -305,11 +305,11 @@ def part_crash(tap, server, probe, size):
                         conn.execute("INSERT INTO enqueued SELECT ck.enqueue('jobs'), %s FROM generate_series(1, 2)",
                                      (phase,))
                 claimed = conn.execute("INSERT INTO claims (job_id, lease_token, attempt, lease_until, phase) "
-                                       "SELECT id, lease_token, attempt, lease_until, %s FROM ck.claim('jobs', 2) "
+                                       "SELECT id, lease_token, attempts, lease_until, %s FROM ck.claim('jobs', 2) "
                                        "RETURNING job_id, lease_token", (phase,)).fetchall()
                 for job, token in claimed:
                     with conn.transaction():
-                        if one(conn, "SELECT ck.complete('jobs', %s, %s)", (job, token)):
+                        if one(conn, "SELECT ck.try_complete('jobs', %s, %s)", (job, token)):
                             conn.execute("INSERT INTO done VALUES (%s, %s)", (job, phase))
                         else:
                             with lock:
@@ -349,7 +349,7 @@ def part_crash(tap, server, probe, size):
         # Nothing has used a queue since the restart: no shared state yet, then made anew with nothing in it.
         check_state(tap, probe, False, f"crash {round_}: after the crash restart the shared state is gone until a queue is used")
         with connect(db, "ss_crash_probe") as c:
-            frontier = c.execute("SELECT priority FROM ck.claim_frontier('jobs')").fetchall()
+            frontier = c.execute("SELECT priority FROM ck_internal.claim_frontier('jobs')").fetchall()
             path = one(c, "SELECT path FROM ck.claim_path('jobs')")
             counts = activity(c, "jobs")
         tap.ok(frontier == [] and path == "discover",
@@ -443,7 +443,7 @@ def part_recreate(tap, server, probe, size):
         got = 0
         for name, s in (("old", old), ("new", new)):
             got += len(s.execute("WITH c AS (SELECT * FROM ck.claim('after', 4)) "
-                                 "INSERT INTO done SELECT c.id, %s FROM c WHERE ck.complete('after', c.id, c.lease_token) "
+                                 "INSERT INTO done SELECT c.id, %s FROM c WHERE ck.try_complete('after', c.id, c.lease_token) "
                                  "RETURNING 1", (name,)).fetchall())
         if got == 0:
             break
@@ -459,7 +459,7 @@ def part_recreate(tap, server, probe, size):
     # After the drain every claim has passed the jobs: the priorities are known as long as no plain SQL reset them.
     new.execute("SELECT ck.enqueue('after', '{}', now(), 1)")
     new.execute("SELECT count(ck.complete('after', id, lease_token)) FROM ck.claim('after', 1)")
-    frontier = sorted(p for p, in new.execute("SELECT priority FROM ck.claim_frontier('after')").fetchall())
+    frontier = sorted(p for p, in new.execute("SELECT priority FROM ck_internal.claim_frontier('after')").fetchall())
     tap.ok(paths == ["frontier", "frontier"] and frontier and set(frontier) <= {0, 1, 2},
            f"the new queue's claims go from its frontier (ck.claim_path: {paths}; ck.claim_frontier knows {frontier})")
     counts = activity(new, "after")
@@ -522,7 +522,7 @@ def part_frontier(tap, server, probe, size):
                 rolled_back_claims[0] += len(rows)
                 continue
             for job, token in rows:
-                if not one(conn, "SELECT ck.complete('prio', %s, %s)", (job, token)):
+                if not one(conn, "SELECT ck.try_complete('prio', %s, %s)", (job, token)):
                     raise AssertionError(f"ck.complete of job {job} found its 5-minute lease lost")
             conn.execute("COMMIT")
             if not rows and stop.is_set():
@@ -566,7 +566,7 @@ def part_frontier(tap, server, probe, size):
     tap.ok(worst is not None and worst < WAIT_BOUND_S,
            f"no job waited for the periodic full claim: the longest wait from insert to claim was "
            f"{worst or 0:.2f} s (bound {WAIT_BOUND_S} s, full_claim_interval {FULL_CLAIM_INTERVAL_S} s)")
-    known = sorted(p for p, in admin.execute("SELECT priority FROM ck.claim_frontier('prio')").fetchall())
+    known = sorted(p for p, in admin.execute("SELECT priority FROM ck_internal.claim_frontier('prio')").fetchall())
     tap.ok(path == "frontier" and known and set(known) <= {-2, -1, 0, 1, 2},
            f"the consumers' claims went from the frontier (ck.claim_path: '{path}'; ck.claim_frontier knows {known})")
     counts = activity(admin, "prio")

@@ -37,7 +37,7 @@ SELECT ck.enqueue('mail'), ck.enqueue('mail'), ck.enqueue('mail', unique_key => 
 SELECT ck.enqueue('mail', unique_key => 'welcome');
 CREATE TABLE leased AS SELECT id, lease_token, row_number() OVER (ORDER BY id) AS n FROM ck.claim('mail', 2);
 SELECT ck.complete('mail', id, lease_token) FROM leased WHERE n = 1;
-SELECT ck.complete('mail', id, lease_token) FROM leased WHERE n = 1;
+SELECT ck.try_complete('mail', id, lease_token) FROM leased WHERE n = 1;
 SELECT ck.fail('mail', id, lease_token, 'smtp down', '1 hour') FROM leased WHERE n = 2;   -- scheduled well past the checks
 SELECT ck.cancel('mail', id) FROM mail WHERE unique_key = 'welcome';
 SQL

@@ -5,7 +5,7 @@
 #
 # A worker is a bash loop driving one psql process (a coprocess, so one connection per worker):
 #   claim one job (the claim is logged in `claims` in the same statement), work 2-12 ms, then in
-#   ONE transaction: INSERT INTO completions, SELECT ck.complete(...); COMMIT if it returned true,
+#   ONE transaction: INSERT INTO completions, SELECT ck.try_complete(...); COMMIT if it returned true,
 #   ROLLBACK otherwise.
 # Now and then a worker
 #   - stalls: sleeps to the end of its lease, waits until another worker has claimed the job
@@ -106,7 +106,7 @@ worker() {
     while in_time; do
         q "WITH c AS (SELECT * FROM ck.claim('jobs', 1))
            INSERT INTO claims (job_id, lease_token, attempt, lease_until, worker)
-           SELECT id, lease_token, attempt, lease_until, '$name' FROM c
+           SELECT id, lease_token, attempts, lease_until, '$name' FROM c
            RETURNING job_id, lease_token" || return 0
         if ((${#reply[@]} == 0)); then
             q "SELECT count(*) FROM jobs" || return 0
@@ -154,7 +154,7 @@ worker() {
 
         q "BEGIN;
            INSERT INTO completions (job_id, lease_token, worker) VALUES ($id, $token, '$name');
-           SELECT ck.complete('jobs', $id, $token)" || return 0
+           SELECT ck.try_complete('jobs', $id, $token)" || return 0
         ok=
         ((${#reply[@]} == 0)) || ok=${reply[-1]}
         if [[ $fate == crash_completed && $ok == t ]]; then

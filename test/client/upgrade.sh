@@ -411,27 +411,47 @@ assert "upgraded = fresh: extension members, their dependencies, schema ck and i
 # The state made under 0.1.0, under the new version.
 check "every queue made under $oldest carries the claim_wait wake-up trigger ck_ready after the update" "$db_a" "
     SELECT bool_and(EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = q.queue AND t.tgname = 'ck_ready'
-                            AND t.tgfoid = 'ck.queue_ready()'::regprocedure)) AND count(*) >= 3
+                            AND t.tgfoid = 'ck_internal.queue_ready()'::regprocedure)) AND count(*) >= 3
     FROM ck.queues AS q"
 check "every queue made under $oldest has ck_ready reading the transition table and ck_changed after the update (0.2.2)" "$db_a" "
     SELECT bool_and(EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = q.queue AND t.tgname = 'ck_ready'
                             AND t.tgnewtable IS NOT NULL)
                     AND EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = q.queue AND t.tgname = 'ck_changed'
-                                AND t.tgfoid = 'ck.queue_changed()'::regprocedure)) AND count(*) >= 3
+                                AND t.tgfoid = 'ck_internal.queue_changed()'::regprocedure)) AND count(*) >= 3
     FROM ck.queues AS q"
 check "ck.queue_stats on a queue made under $oldest: 3 ready, 3 running, none scheduled, expired or dead" "$db_a" "
     SELECT (ready, scheduled, running, expired, dead) = (3, 0, 3, 0, 0) FROM ck.queue_stats('jobs')"
 check "the 3 jobs leased under $oldest complete with their old lease tokens (ck.complete true for each)" "$db_a" "
     SELECT count(*) = 3 AND bool_and(ck.complete('jobs', id, lease_token)) FROM leased"
-check "those old tokens are spent: completing again returns false" "$db_a" "
-    SELECT count(*) = 3 AND NOT bool_or(ck.complete('jobs', id, lease_token)) FROM leased"
+# R9: the 0.x acknowledgements that returned a failure value for a lost lease raise CK005 now
+# (a 0.x caller that did not test the value cannot go on as if the job were done); the 0.x
+# meaning is the try_ form's.
+check "those old tokens are spent: completing again raises CK005 (0.x: false), ck.try_complete returns false" "$db_a" "
+    SELECT count(*) = 3 AND bool_and(sqlstate_of(format('SELECT ck.complete(%L, %s, %s)', 'jobs', id, lease_token)) = 'CK005')
+       AND NOT bool_or(ck.try_complete('jobs', id, lease_token)) FROM leased"
+check "ck.fail with a spent token raises CK005 (0.x: 'lost'), ck.try_fail returns NULL" "$db_a" "
+    SELECT count(*) = 3 AND bool_and(sqlstate_of(format('SELECT ck.fail(%L, %s, %s)', 'jobs', id, lease_token)) = 'CK005')
+       AND bool_and(ck.try_fail('jobs', id, lease_token) IS NULL) FROM leased"
+check "ck.extend_lease with a spent token raises CK005 (0.x: NULL), ck.try_extend_lease returns NULL" "$db_a" "
+    SELECT count(*) = 3 AND bool_and(sqlstate_of(format('SELECT ck.extend_lease(%L, %s, %s, %L)', 'jobs', id, lease_token, '1 minute')) = 'CK005')
+       AND bool_and(ck.try_extend_lease('jobs', id, lease_token, '1 minute') IS NULL) FROM leased"
+check "ck.complete_many with spent tokens raises CK005 (0.x: the ids still held, none), ck.try_complete_many returns none" "$db_a" "
+    SELECT sqlstate_of(format('SELECT ck.complete_many(%L, %L, %L)', 'jobs', array_agg(id), array_agg(lease_token))) = 'CK005'
+       AND NOT EXISTS (SELECT FROM ck.try_complete_many('jobs', array_agg(id), array_agg(lease_token))) FROM leased"
+check "a 0.x ck.enqueue_unique(queue, key) without a payload fails with 42883 (1.0: the payload is required)" "$db_a" "
+    SELECT sqlstate_of(\$\$SELECT ck.enqueue_unique('jobs', '{\"to\": \"z\"}')\$\$) = '42883'"
+check "a 0.x ck.claim_wait with all four arguments still claims (1.0 adds defaults only)" "$db_a" "
+    SELECT count(*) = 0 FROM ck.claim_wait('fragile', 1, NULL, '10 ms')"
+check "claim's result column is attempts (0.x: attempt): a 0.x reader of attempt gets 42703" "$db_a" "
+    SELECT sqlstate_of(\$\$SELECT attempt FROM ck.claim('jobs')\$\$) = '42703'"
 # The job whose 1 ms lease ran out under 0.1.0 is claimed again now: attempt 2, a new token.
-sql -d "$db_a" -c "CREATE TABLE reclaimed AS SELECT id, lease_token, attempt FROM ck.claim('expiring', 1, '1 hour')" || true
+sql -d "$db_a" -c "CREATE TABLE reclaimed AS SELECT id, lease_token, attempts FROM ck.claim('expiring', 1, '1 hour')" || true
 check "a job whose $oldest lease expired is claimed again: same id, attempt 2, a new token" "$db_a" "
-    SELECT r.id = e.id AND r.attempt = 2 AND r.lease_token > e.lease_token
+    SELECT r.id = e.id AND r.attempts = 2 AND r.lease_token > e.lease_token
     FROM reclaimed AS r, expired_claim AS e"
-check "its stale $oldest token is refused: ck.complete false" "$db_a" "
-    SELECT NOT ck.complete('expiring', id, lease_token) FROM expired_claim"
+check "its stale $oldest token is refused: ck.try_complete false (ck.complete raises CK005)" "$db_a" "
+    SELECT NOT ck.try_complete('expiring', id, lease_token)
+       AND sqlstate_of(format('SELECT ck.complete(%L, %s, %s)', 'expiring', id, lease_token)) = 'CK005' FROM expired_claim"
 check "the new holder's token completes it: ck.complete true" "$db_a" "
     SELECT ck.complete('expiring', id, lease_token) FROM reclaimed"
 check "ck.queue_stats sees the 2 dead jobs of $oldest" "$db_a" "
@@ -441,7 +461,7 @@ check "the dead jobs of $oldest revive (ck.retry_dead true for each)" "$db_a" "
 check "the revived jobs are claimable (ck.claim returns both, attempt 1) and complete" "$db_a" "
     WITH c AS (SELECT * FROM ck.claim('fragile', 10, '1 hour'))
     SELECT array_agg(c.id ORDER BY c.id) = (SELECT array_agg(id ORDER BY id) FROM dead)
-       AND bool_and(c.attempt = 1) AND bool_and(ck.complete('fragile', c.id, c.lease_token))
+       AND bool_and(c.attempts = 1) AND bool_and(ck.complete('fragile', c.id, c.lease_token))
     FROM c"
 sql -d "$db_a" -c "CREATE TABLE new_job AS SELECT ck.enqueue('jobs', '{\"n\": \"new\"}') AS id" || true
 check "a job enqueued now is claimed, with the 3 ready ones left from $oldest, and they complete" "$db_a" "
@@ -452,11 +472,11 @@ check "a job enqueued now is claimed, with the 3 ready ones left from $oldest, a
     FROM c"
 # Preloaded or not (0.4.0: the shared state is made by the first use of a queue).
 check "claims of a queue made under $oldest start at its frontier (ck.claim_frontier knows priority 0, ck.claim_path says frontier)" "$db_a" "
-    SELECT EXISTS (SELECT FROM ck.claim_frontier('jobs') WHERE priority = 0) AND (ck.claim_path('jobs')).path = 'frontier'"
+    SELECT EXISTS (SELECT FROM ck_internal.claim_frontier('jobs') WHERE priority = 0) AND (ck.claim_path('jobs')).path = 'frontier'"
 sql -d "$db_a" -c "CREATE TABLE unique_job AS SELECT ck.enqueue('jobs', unique_key => 'upgrade') AS id" || true
 check "a queue made under $oldest takes unique keys after the update (0.3.0): a duplicate returns the first job" "$db_a" "
     SELECT e.id = u.id AND NOT e.inserted AND (SELECT count(*) FROM jobs WHERE unique_key = 'upgrade') = 1
-    FROM unique_job AS u, ck.enqueue_unique('jobs', 'upgrade') AS e"
+    FROM unique_job AS u, ck.enqueue_unique('jobs', 'upgrade', '{}') AS e"
 check "and ck.cancel says 'cancelled' for that waiting job" "$db_a" "
     SELECT ck.cancel('jobs', id) = 'cancelled' FROM unique_job"
 check "which is now a dead letter with the reason cancelled, and purged" "$db_a" "

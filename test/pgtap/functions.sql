@@ -19,7 +19,6 @@ INSERT INTO expected_functions VALUES
     ('transition',          '{regclass,"\"any\"",name,text,text,name}',                   'boolean', 'volatile',  'unsafe', false),
     ('try_update_if_version', '{regclass,"\"any\"",bigint,jsonb,name,name}',              'bigint',  'volatile',  'unsafe', false),
     ('update_if_version',   '{regclass,"\"any\"",bigint,jsonb,name,name}',                'bigint',  'volatile',  'unsafe', false),
-    ('version_guard',       '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('version_guard_ddl',   '{regclass,name}',                                        'text',    'stable',    'safe',   false),
     ('add_version_guard',   '{regclass,name}',                                        'text',    'volatile',  'unsafe', false),
     ('lock_rows',           '{regclass,"\"any\"",text,interval,name}',                    'bigint',  'volatile',  'unsafe', false),
@@ -30,9 +29,6 @@ INSERT INTO expected_functions VALUES
     ('enqueue_unique',      '{regclass,text,jsonb,"timestamp with time zone",integer,interval,text}', 'record', 'volatile', 'unsafe', false),
     ('set_concurrency_limit', '{regclass,text,integer}',                              'void',    'volatile',  'unsafe', false),
     ('distribute_queue',    '{regclass,integer}',                                     'void',    'volatile',  'unsafe', false),
-    ('attach_queue_shard',  '{regclass,regclass,integer,integer,integer,bigint,interval,integer}', 'void', 'volatile', 'unsafe', false),
-    ('detach_queue_shard',  '{regclass}',                                             'void',    'volatile',  'unsafe', false),
-    ('register_distributed_queue', '{text,integer[],text[]}',                          'void',    'volatile',  'unsafe', false),
     ('cancel',              '{regclass,bigint}',                                      'text',    'volatile',  'unsafe', false),
     ('claim',               '{regclass,integer,interval}',                            'setof record', 'volatile', 'unsafe', false),
     ('claim_wait',          '{regclass,integer,interval,interval}',                   'setof record', 'volatile', 'unsafe', false),
@@ -41,19 +37,17 @@ INSERT INTO expected_functions VALUES
     ('complete_many',       '{regclass,bigint[],bigint[]}',                           'setof bigint', 'volatile', 'unsafe', false),
     ('fail',                '{regclass,bigint,bigint,text,interval}',                 'text',    'volatile',  'unsafe', false),
     ('extend_lease',        '{regclass,bigint,bigint,interval}',                      'timestamp with time zone', 'volatile', 'unsafe', false),
+    ('try_complete',        '{regclass,bigint,bigint}',                               'boolean', 'volatile',  'unsafe', false),
+    ('try_complete_many',   '{regclass,bigint[],bigint[]}',                           'setof bigint', 'volatile', 'unsafe', false),
+    ('try_fail',            '{regclass,bigint,bigint,text,interval}',                 'text',    'volatile',  'unsafe', false),
+    ('try_extend_lease',    '{regclass,bigint,bigint,interval}',                      'timestamp with time zone', 'volatile', 'unsafe', false),
+    ('adopt_queue',         '{regclass,interval,integer,boolean}',                    'regclass', 'volatile', 'unsafe', false),
     ('retry_dead',          '{regclass,bigint}',                                      'boolean', 'volatile',  'unsafe', false),
     ('purge_dead',          '{regclass,interval}',                                    'bigint',  'volatile',  'unsafe', false),
     ('queue_stats',         '{regclass}',                                             'record',  'stable',    'restricted', false),
-    ('claim_frontier',      '{regclass}',                                             'setof record', 'volatile', 'restricted', false),
     ('queue_activity',      '{}',                                                     'setof record', 'volatile', 'restricted', false),
     ('claim_path',          '{regclass}',                                             'record',  'volatile',  'restricted', false),
-    ('queue_ready',         '{}',                                                     'trigger', 'volatile',  'unsafe', false),
-    ('queue_changed',       '{}',                                                     'trigger', 'volatile',  'unsafe', false),
-    ('queue_left',          '{}',                                                     'trigger', 'volatile',  'unsafe', false),
-    ('queue_dependency_left', '{}',                                                   'trigger', 'volatile',  'unsafe', false),
     ('claim_wait_mode',     '{}',                                                     'text',    'stable',    'safe',   false),
-    ('notify_queue',        '{}',                                                     'trigger', 'volatile',  'unsafe', false),
-    ('queues_changed',      '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('lock_namespace',      '{text}',                                                 'integer', 'volatile',  'unsafe', false),
     ('xact_lock',           '{integer,bigint,interval}',                              'void',    'volatile',  'unsafe', false),
     ('xact_lock',           '{text,bigint,interval}',                                 'void',    'volatile',  'unsafe', false),
@@ -64,7 +58,6 @@ INSERT INTO expected_functions VALUES
     ('session_unlock',      '{integer,bigint}',                                       'void',    'volatile',  'unsafe', false),
     ('session_unlock',      '{text,bigint}',                                          'void',    'volatile',  'unsafe', false),
     ('session_unlock_all',  '{}',                                                     'void',    'volatile',  'unsafe', false),
-    ('session_locks_held',  '{}',                                                     'setof record', 'volatile', 'unsafe', false),
     ('held_locks',          '{}',                                                     'setof record', 'volatile', 'unsafe', false),
     ('lock_waits',          '{}',                                                     'setof record', 'volatile', 'unsafe', false),
     ('set_lock_timeout',    '{interval}',                                             'void',    'volatile',  'unsafe', false),
@@ -79,39 +72,60 @@ INSERT INTO expected_functions VALUES
     ('volatility_audit',    '{name}',                                                 'setof record', 'stable', 'unsafe', false),
     ('lock_audit',          '{name}',                                                 'setof record', 'stable', 'unsafe', false);
 
+-- Internals (trigger functions, Citus plumbing, what only the extension calls): schema
+-- ck_internal, out of \df ck.*.
+CREATE TEMP TABLE expected_internal (LIKE expected_functions);
+INSERT INTO expected_internal VALUES
+    ('version_guard',       '{}',                                                     'trigger', 'volatile',  'unsafe', false),
+    ('attach_queue_shard',  '{regclass,regclass,integer,integer,integer,bigint,interval,integer}', 'void', 'volatile', 'unsafe', false),
+    ('detach_queue_shard',  '{regclass}',                                             'void',    'volatile',  'unsafe', false),
+    ('register_distributed_queue', '{text,integer[],text[]}',                          'void',    'volatile',  'unsafe', false),
+    ('claim_frontier',      '{regclass}',                                             'setof record', 'volatile', 'restricted', false),
+    ('queue_ready',         '{}',                                                     'trigger', 'volatile',  'unsafe', false),
+    ('queue_changed',       '{}',                                                     'trigger', 'volatile',  'unsafe', false),
+    ('queue_left',          '{}',                                                     'trigger', 'volatile',  'unsafe', false),
+    ('queue_dependency_left', '{}',                                                   'trigger', 'volatile',  'unsafe', false),
+    ('notify_queue',        '{}',                                                     'trigger', 'volatile',  'unsafe', false),
+    ('queues_changed',      '{}',                                                     'trigger', 'volatile',  'unsafe', false),
+    ('session_locks_held',  '{}',                                                     'setof record', 'volatile', 'unsafe', false);
+
+CREATE TEMP VIEW expected_all AS
+SELECT 'ck' AS schema, e.* FROM expected_functions AS e
+UNION ALL SELECT 'ck_internal', i.* FROM expected_internal AS i;
+
 CREATE TEMP VIEW expected_procs AS
-SELECT e.*, format('ck.%s(%s)', e.name, array_to_string(e.args, ','))::regprocedure AS oid
-FROM expected_functions e;
+SELECT e.*, format('%s.%s(%s)', e.schema, e.name, array_to_string(e.args, ','))::regprocedure AS oid
+FROM expected_all e;
 
-SELECT plan((SELECT count(*)::int * 7 FROM expected_functions) + 1);
+SELECT plan((SELECT count(*)::int * 7 FROM expected_all) + 1);
 
-SELECT has_function('ck', name, args, format('ck.%s(%s) exists', name, array_to_string(args, ', ')))
-FROM expected_functions ORDER BY name;
+SELECT has_function(schema, name, args, format('%s.%s(%s) exists', schema, name, array_to_string(args, ', ')))
+FROM expected_all ORDER BY schema, name;
 
-SELECT function_returns('ck', name, args, returns, format('ck.%s returns %s', name, returns))
-FROM expected_functions ORDER BY name;
+SELECT function_returns(schema, name, args, returns, format('%s.%s returns %s', schema, name, returns))
+FROM expected_all ORDER BY schema, name;
 
-SELECT volatility_is('ck', name, args, volatility, format('ck.%s is %s', name, upper(volatility)))
-FROM expected_functions ORDER BY name;
+SELECT volatility_is(schema, name, args, volatility, format('%s.%s is %s', schema, name, upper(volatility)))
+FROM expected_all ORDER BY schema, name;
 
-SELECT CASE WHEN strict THEN is_strict('ck', name, args, format('ck.%s is STRICT', name))
-            ELSE isnt_strict('ck', name, args, format('ck.%s is not STRICT (NULL arguments raise)', name))
+SELECT CASE WHEN strict THEN is_strict(schema, name, args, format('%s.%s is STRICT', schema, name))
+            ELSE isnt_strict(schema, name, args, format('%s.%s is not STRICT (NULL arguments raise)', schema, name))
        END
-FROM expected_functions ORDER BY name;
+FROM expected_all ORDER BY schema, name;
 
-SELECT isnt_definer('ck', name, args, format('ck.%s is SECURITY INVOKER', name))
-FROM expected_functions ORDER BY name;
+SELECT isnt_definer(schema, name, args, format('%s.%s is SECURITY INVOKER', schema, name))
+FROM expected_all ORDER BY schema, name;
 
-SELECT is(p.proparallel::text, left(e.parallel, 1), format('ck.%s is PARALLEL %s', e.name, upper(e.parallel)))
-FROM expected_procs e JOIN pg_proc p ON p.oid = e.oid ORDER BY e.name;
+SELECT is(p.proparallel::text, left(e.parallel, 1), format('%s.%s is PARALLEL %s', e.schema, e.name, upper(e.parallel)))
+FROM expected_procs e JOIN pg_proc p ON p.oid = e.oid ORDER BY e.schema, e.name;
 
-SELECT is(p.proconfig, NULL, format('ck.%s has no SET clause (runs with the caller''s search_path)', e.name))
-FROM expected_procs e JOIN pg_proc p ON p.oid = e.oid ORDER BY e.name;
+SELECT is(p.proconfig, NULL, format('%s.%s has no SET clause (runs with the caller''s search_path)', e.schema, e.name))
+FROM expected_procs e JOIN pg_proc p ON p.oid = e.oid ORDER BY e.schema, e.name;
 
 SELECT set_eq(
-    $$SELECT oid::regprocedure::text FROM pg_proc WHERE pronamespace = 'ck'::regnamespace$$,
+    $$SELECT oid::regprocedure::text FROM pg_proc WHERE pronamespace IN ('ck'::regnamespace, 'ck_internal'::regnamespace)$$,
     $$SELECT oid::text FROM expected_procs$$,
-    'every function in schema ck is listed here');
+    'every function in schemas ck and ck_internal is listed here');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -42,9 +42,9 @@ is(sql(q{SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'jobs'::reg
 	'a refused call changed nothing');
 sql(q{SELECT ck.create_queue('loud', notify => true)});
 like(sql_state_of(q{SELECT ck.distribute_queue('loud', 4)}), qr/^0A000$/, 'a queue with notify => true: 0A000');
-like(sql_state_of(q{SELECT ck.register_distributed_queue(NULL, '{1}', '{s}')}), qr/^22004$/,
+like(sql_state_of(q{SELECT ck_internal.register_distributed_queue(NULL, '{1}', '{s}')}), qr/^22004$/,
 	'register_distributed_queue (internal) with a NULL queue: 22004');
-like(sql_state_of(q{SELECT ck.register_distributed_queue('jobs', '{1,2}', '{s}')}), qr/^22023$/,
+like(sql_state_of(q{SELECT ck_internal.register_distributed_queue('jobs', '{1,2}', '{s}')}), qr/^22023$/,
 	'... with parts and shards of different lengths: 22023');
 is(sql(q{SELECT count(*) FROM ck.distributed_queues}), '0', '... and nothing registered');
 
@@ -70,8 +70,8 @@ is(scalar @$calls, 1, 'enqueue: one statement to a worker');
 like($calls->[0], qr/LATERAL ck\.enqueue\(/, '... which runs ck.enqueue on the shard');
 $calls = remote_calls(q{SELECT * FROM ck.claim('jobs')});
 is(scalar @$calls, 1, 'claim from a shard with jobs: one statement');
-$calls = remote_calls(q{SELECT ck.complete('jobs', 1, 0)});
-is(scalar @$calls, 1, 'complete: one statement, to the shard the id names');
+$calls = remote_calls(q{SELECT ck.try_complete('jobs', 1, 0)});
+is(scalar @$calls, 1, 'try_complete: one statement, to the shard the id names');
 $calls = remote_calls(q{SELECT * FROM ck.queue_stats('jobs')});
 is(scalar @$calls, 4, 'queue_stats: one statement per shard');
 
@@ -85,12 +85,13 @@ is(sql(q{SELECT count(*) FROM ck.claim('jobs', 5)}), '0', 'nothing else is claim
 # Acknowledgements, fencing across nodes.
 my ($id, $token) = split /\|/, sql(q{SELECT id, lease_token FROM claimed ORDER BY id LIMIT 1});
 is(sql("SELECT ck.extend_lease('jobs', $id, $token, '1 min') > now()"), 't', 'extend_lease with the current token');
-is(sql("SELECT ck.extend_lease('jobs', $id, $token + 1000, '1 min') IS NULL"), 't', 'extend_lease with another token: NULL');
+is(sql("SELECT ck.try_extend_lease('jobs', $id, $token + 1000, '1 min') IS NULL"), 't', 'try_extend_lease with another token: NULL');
+like(sql_state_of("SELECT ck.extend_lease('jobs', $id, $token + 1000, '1 min')"), qr/^CK005$/, 'extend_lease with another token: CK005 from the shard');
 is(sql("SELECT ck.fail('jobs', $id, $token, 'boom', '0 s')"), 'retry', 'fail: retry');
 my ($id2, $token2) = split /\|/, sql("SELECT id, lease_token FROM ck.claim('jobs', 1) WHERE id = $id");
 is($id2, $id, 'the failed job is claimed again');
 isnt($token2, $token, '... with a new token');
-is(sql("SELECT ck.complete('jobs', $id, $token)"), 'f', 'the stale token completes nothing');
+is(sql("SELECT ck.try_complete('jobs', $id, $token)"), 'f', 'the stale token completes nothing');
 is(sql_state_of("SELECT * FROM ck.complete_and_claim('jobs', $id, $token)"), 'CK005',
 	'complete_and_claim with the stale token: CK005 relayed from the worker');
 is(sql("SELECT ck.fail('jobs', $id, $token2, 'boom again')"), 'dead', 'the second failure buries the job (max_attempts 2)');
@@ -98,7 +99,7 @@ is(sql(q{SELECT dead FROM ck.queue_stats('jobs')}), '1', 'queue_stats counts the
 is(sql("SELECT ck.retry_dead('jobs', $id)"), 't', 'retry_dead brings it back');
 my ($id3, $token3) = split /\|/, sql("SELECT id, lease_token FROM ck.claim('jobs', 1) WHERE id = $id");
 is(sql("SELECT ck.cancel('jobs', $id3)"), 'cancelling', 'cancel of a leased job: cancelling');
-is(sql("SELECT ck.complete('jobs', $id3, $token3)"), 'f', '... its worker finds the lease lost');
+is(sql("SELECT ck.try_complete('jobs', $id3, $token3)"), 'f', '... its worker finds the lease lost');
 is(sql(q{SELECT ck.purge_dead('jobs', '0 s')}), '1', 'purge_dead over every shard');
 is(sql(q{SELECT count(*) FROM ck.complete_many('jobs',
 	(SELECT array_agg(id ORDER BY id) FROM claimed WHERE id <> } . $id . q{),
@@ -115,7 +116,7 @@ is(scalar @$calls, 1, 'complete_and_claim: one statement when the job\'s shard h
 # Unique keys and concurrency limits hold across shards.
 is(sql(q{SELECT count(DISTINCT ck.enqueue('jobs', '{}', unique_key => 'u')) FROM generate_series(1, 5)}), '1',
 	'one job for a unique key, however many enqueues');
-is(sql(q{SELECT inserted FROM ck.enqueue_unique('jobs', 'u')}), 'f', 'enqueue_unique finds it');
+is(sql(q{SELECT inserted FROM ck.enqueue_unique('jobs', 'u', '{}')}), 'f', 'enqueue_unique finds it');
 is(sql_state_of(q{SELECT ck.enqueue('jobs', '{}', unique_key => 'v', concurrency_key => 'c')}), '0A000',
 	'a unique key and a concurrency key together: 0A000');
 is(sql_state_of(q{SELECT ck.enqueue('jobs', '{}', after => ARRAY[1::bigint])}), '0A000', 'after: 0A000');
@@ -170,7 +171,7 @@ for my $i (0 .. $#workers)
 }
 # A queue distributed under 0.3.2 has no row on the workers: the upgrade note's statement adds them.
 CkCitus::sql($_, q{DELETE FROM ck.distributed_queues}) for @workers;
-sql(q{SELECT run_command_on_workers(format('SELECT ck.register_distributed_queue(%L, %L, %L)',
+sql(q{SELECT run_command_on_workers(format('SELECT ck_internal.register_distributed_queue(%L, %L, %L)',
            (pg_identify_object('pg_class'::regclass, queue, 0)).identity, parts, shards))
       FROM ck.distributed_queues});
 is(join(',', map { CkCitus::sql($_, q{SELECT count(*) FROM ck.distributed_queues WHERE queue = 'jobs'::regclass}) } @workers),
@@ -185,7 +186,7 @@ my $completed = 0;
 for (@claimed)
 {
 	my ($cid, $ctok) = split /\|/;
-	$completed++ if CkCitus::sql($w1, "SELECT ck.complete('jobs', $cid, $ctok)") eq 't';
+	$completed++ if CkCitus::sql($w1, "SELECT ck.try_complete('jobs', $cid, $ctok)") eq 't';
 }
 is($completed, 8, 'worker 1 completed each, its token checked on the job\'s shard wherever that is');
 is(CkCitus::sql($w2, q{SELECT ready FROM ck.queue_stats('jobs')}), '0', 'queue_stats through worker 2: empty');

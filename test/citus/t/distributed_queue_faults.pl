@@ -39,9 +39,9 @@ my $drain = q{DO $$ DECLARE r record; BEGIN LOOP
 	END IF;
 	COMMIT;   -- the lease is taken: a fault from here on cuts it
 	PERFORM pg_sleep(0.02);   -- the job's work
-	INSERT INTO completing (id, attempt) VALUES (r.id, r.attempt);
+	INSERT INTO completing (id, attempt) VALUES (r.id, r.attempts);
 	COMMIT;
-	INSERT INTO done (id, attempt) VALUES (r.id, r.attempt);
+	INSERT INTO done (id, attempt) VALUES (r.id, r.attempts);
 	IF NOT ck.complete('jobs', r.id, r.lease_token) THEN RAISE EXCEPTION 'lease lost'; END IF;
 	COMMIT; END LOOP; END $$};
 my $conn = $coord->connstr('postgres');
