@@ -132,13 +132,13 @@ dependency_checks() {
 
 # short_worker LABEL CONNECT CMD...: runs a README worker (test/client/python/worker.py,
 # go/worker/main.go built, node/worker.js) exactly as it is, with CONNECT's PG* settings ("PGHOST=...
-# PGPORT=...", or "" for the cluster) and PGDATABASE, on a fresh database: first where nothing exists
+# PGPORT=...", or "" for the cluster) and PGDATABASE, on a fresh database ($short_db, else ck_short): first where nothing exists
 # (it must create table sent and queue emails, find no job and stop), then on 300 jobs of which 6 have
 # a bad address (max_attempts 2: each fails twice, ck.try_fail, and is buried). Every run must exit 0
 # and print exactly one line "worker N: K sent" per worker (4) and nothing else: no error, no
 # traceback, no worker that stopped early. Checks in SQL go straight to the cluster.
 short_worker() {
-    local label=$1 connect=$2 db=ck_short out=$tap_dir/short.out status runs
+    local label=$1 connect=$2 db=${short_db:-ck_short} out=$tap_dir/short.out status runs
     shift 2
     drop_db "$db"
     createdb "$db"
