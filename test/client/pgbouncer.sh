@@ -80,6 +80,38 @@ else
     not_ok "pgbouncer: the README's Go worker builds with the command in its header"
     sed 's/^/# /' "$tmp/short-build.log"
 fi
+
+# without_setting LABEL DB ORIGINAL COPY CMD...: the same worker with its driver setting taken out (COPY:
+# ORIGINAL edited, which CMD runs) must fail behind PgBouncer on 300 new jobs (exit status not 0, a
+# prepared statement error printed): the setting the README names is what makes it work.
+without_setting() {
+    local label=$1 db=$2 status=0
+    if cmp -s "$3" "$4"; then
+        not_ok "$label: the setting to take out was not found in $3"
+        return 0
+    fi
+    shift 4
+    sql -d "$db" -c "SELECT count(ck.enqueue('emails', jsonb_build_object('to', 'again' || g || '@example.com')))
+                     FROM generate_series(1, 300) AS g" >/dev/null
+    PGHOST=127.0.0.1 PGPORT=$bport PGDATABASE=$db timeout -k 5 60 "$@" >"$tmp/without.out" 2>&1 || status=$?
+    if ((status != 0 && status != 124)) && grep -q 'prepared statement .* \(does not\|already\) exist\|26000\|42P05' "$tmp/without.out"; then
+        ok "$label (exit $status: $(grep -o -m 1 'prepared statement [^ ]* [a-z ]*exist[s]*' "$tmp/without.out"))"
+    else
+        not_ok "$label (exit $status)"
+        tail -n 5 "$tmp/without.out" | sed 's/^/# /'
+    fi
+}
+sed 's/, prepare_threshold=None)/)/' "$client_dir/python/worker.py" >"$tmp/worker_default.py"
+without_setting "pgbouncer: the README's Python worker without prepare_threshold=None fails" ck_short_python \
+    "$client_dir/python/worker.py" "$tmp/worker_default.py" /usr/bin/python3 "$tmp/worker_default.py"
+if [[ -f $tmp/short/main.go ]] && mkdir -p "$tmp/default" &&
+    sed 's/"statement_cache_mode=describe /"/' "$client_dir/go/worker/main.go" >"$tmp/default/main.go" &&
+    (cd "$tmp/default" && GO111MODULE=off GOPROXY=off GOPATH=/usr/share/gocode go build -o worker main.go) 2>"$tmp/default/build.log"; then
+    without_setting "pgbouncer: the README's Go worker without statement_cache_mode=describe fails" ck_short_go \
+        "$client_dir/go/worker/main.go" "$tmp/default/main.go" "$tmp/default/worker"
+else
+    not_ok "pgbouncer: the README's Go worker without statement_cache_mode=describe builds"
+fi
 npm_ok=false
 if (cd "$client_dir/node" && npm ci --no-audit --no-fund --prefer-offline >"$tmp/npm.log" 2>&1); then
     npm_ok=true

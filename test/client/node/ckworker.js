@@ -213,7 +213,7 @@ async function drain(pool, workers, what) {
 async function testQueue(pool, workers) {
   await drain(pool, workers, 'drained the queue');
   tap(stats.heartbeats > 0 && stats.heartbeatsLost === 0,
-    `node: every heartbeat of the slow jobs (ck.extend_lease, ${stats.heartbeats} in all) kept the lease`);
+    `node: every heartbeat of the slow jobs (ck.try_extend_lease, ${stats.heartbeats} in all) kept the lease`);
   note(`${stats.failed} jobs raised and were handed back with ck.fail; ` +
     `${stats.leasesLost} acknowledgements found the lease lost`);
 }
