@@ -19,7 +19,7 @@ async function work(worker) {
       FROM ck.claim_wait('emails', max_wait => '1 second')`);
     if (rows.length === 0) { // nothing ready for 1 s: stop if the queue is empty
       const { rows: [{ empty }] } = await pool.query('SELECT NOT EXISTS (SELECT FROM emails) AS empty');
-      if (empty) return console.log(`worker ${worker}: ${sent} sent`);
+      if (empty) break;
       continue;
     }
     // id and lease_token are bigints: pg returns them as strings, passed back unchanged.
@@ -44,6 +44,7 @@ async function work(worker) {
       client.release();
     }
   }
+  console.log(`worker ${worker}: ${sent} sent`);
 }
 
 async function main() {

@@ -1,7 +1,7 @@
 // A concurrency_kit worker in Go (pgx v4): 4 goroutines take jobs from queue "emails" and record
 // each in table "sent" in the transaction that completes it. It connects with the PG* environment
 // variables and stops once the queue is empty. Build it with Debian's packages (GOPATH mode,
-// nothing downloaded), in a directory holding only this file:
+// nothing downloaded):
 //
 //	apt-get install golang-go golang-github-jackc-pgx-v4-dev
 //	GO111MODULE=off GOPATH=/usr/share/gocode go build -o worker main.go
