@@ -2,11 +2,14 @@
 # PgBouncer (Debian's pgbouncer, 1.18) in transaction pooling mode in front of the test cluster:
 # the README's three workers as they are (test/client/python/worker.py with psycopg's
 # prepare_threshold=None, go/worker/main.go with pgx's statement_cache_mode=describe, node/worker.js
-# with node-postgres as it comes: short_worker), 4 workers each over 2 server connections; the Go worker's queue, decrement, xact-lock and retry parts through it with 8 client connections
-# over 3 server connections (pgx with statement_cache_mode=describe), and the Node worker with
-# nothing set; then one test per finding: prepared statements of pgx and psycopg fail, the
-# settings that avoid them work, ck.session_lock leaks (and works through a session-mode pool),
-# per-backend caches stay right when a client's transactions move between server connections.
+# with node-postgres as it comes: short_worker), 4 workers each over 2 server connections, and the
+# Python and Go ones failing without their setting; the larger Go worker's parts (queue, decrement,
+# xact-lock, retry, unique, dependencies, optimistic) with 8 client connections over 3 server
+# connections (pgx with statement_cache_mode=describe), and the larger Node worker's with nothing
+# set; then one test per finding: prepared statements of pgx and psycopg fail, the settings that
+# avoid them work (pgx's prefer_simple_protocol cannot send a map payload), ck.session_lock leaks
+# (and works through a session-mode pool), per-backend caches stay right when a client's
+# transactions move between server connections.
 # PgBouncer listens on 127.0.0.1 only, port PGPORT + 10000, runs as postgres when run by root,
 # keeps config, pid and log in a temporary directory, and is always stopped. Prints TAP.
 # needs: pgbouncer go pgx node npm psycopg   (test/run.sh skips this suite where one is missing)
@@ -124,7 +127,8 @@ export PGDATABASE=$db
 # 1. What works unchanged (given a driver that does not prepare named statements): the Go worker.
 if [[ -x $tmp/ckworker ]]; then
     tap_prefix="through pgbouncer, "
-    run_tap "go worker through pgbouncer" 150 "$tmp/ckworker" -workers 8 -parts queue,decrement,lock,retry \
+    run_tap "go worker through pgbouncer" 150 "$tmp/ckworker" -workers 8 \
+        -parts queue,decrement,lock,retry,unique,dependencies,optimistic \
         -dsn "$bouncer dbname=$db statement_cache_mode=describe"
     clients=$(sed -n 's/^# client connections: \([0-9]*\)$/\1/p' "$tap_dir/last.out")
     servers=$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db' AND client_addr IS NOT NULL")
@@ -134,13 +138,16 @@ if [[ -x $tmp/ckworker ]]; then
         not_ok "pgbouncer: the Go pool's ${clients:-0} client connections shared $servers server connections (at most $server_conns)"
     fi
     tap_prefix=
+    dependency_checks "go through pgbouncer"
     outcome_checks "go through pgbouncer" 8
 fi
 
 # Node's pg sends unnamed statements only (unless a query is given a name): nothing to set.
 if $npm_ok; then
     tap_prefix="through pgbouncer, " PGHOST=127.0.0.1 PGPORT=$bport PGDATABASE=$node_db \
-        run_tap "node worker through pgbouncer" 120 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry
+        run_tap "node worker through pgbouncer" 120 node "$client_dir/node/ckworker.js" --workers 8 \
+        queue decrement lock retry unique dependencies optimistic
+    PGDATABASE=$node_db dependency_checks "node through pgbouncer"
     PGDATABASE=$node_db outcome_checks "node through pgbouncer" 8
 else
     not_ok "pgbouncer: npm ci in test/client/node"

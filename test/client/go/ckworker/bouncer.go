@@ -72,7 +72,7 @@ func twice(ctx context.Context, c, k *pgx.Conn, q string, args ...interface{}) (
 // testPrepare: pgx's default statement cache prepares named statements, which live in one server
 // connection; through transaction pooling the next use lands on another, and fails unless PgBouncer
 // tracks prepared statements (tracked: 1.24 or later). statement_cache_mode=describe (unnamed
-// statements only) works with any PgBouncer.
+// statements only) works with any PgBouncer; prefer_simple_protocol=true does not send maps.
 func testPrepare(ctx context.Context, dsn string, tracked bool) {
 	for _, mode := range []string{"prepare", "describe"} {
 		conns, ok := connectAll(ctx, "prepare "+mode, dsn+" statement_cache_mode="+mode, dsn)
@@ -108,6 +108,21 @@ func testPrepare(ctx context.Context, dsn string, tracked bool) {
 		}
 		closeAll(ctx, conns)
 	}
+
+	// prefer_simple_protocol=true avoids prepared statements too, but then pgx encodes the arguments
+	// itself, without the server's parameter types: it cannot send a map as a jsonb payload.
+	conns, ok := connectAll(ctx, "simple protocol", dsn+" prefer_simple_protocol=true", dsn+" statement_cache_mode=describe")
+	if !ok {
+		return
+	}
+	defer closeAll(ctx, conns)
+	payload := map[string]any{"to": "a@example.com"}
+	var id int64
+	errSimple := conns[0].QueryRow(ctx, `SELECT ck.enqueue('cache_q', $1)`, payload).Scan(&id)
+	errDescribe := conns[1].QueryRow(ctx, `SELECT ck.enqueue('cache_q', $1)`, payload).Scan(&id)
+	tap(errSimple != nil && sqlstate(errSimple) == "" && errDescribe == nil,
+		"pgbouncer: with prefer_simple_protocol=true pgx cannot send a map as a jsonb payload (%v); "+
+			"with statement_cache_mode=describe it can (%v)", errSimple, errDescribe)
 }
 
 // testSessionLock: what ck.session_lock does through transaction pooling, and through a session-mode pool.
