@@ -271,6 +271,10 @@ async function testLock(pool) {
     const held = await relay(b, 7, async (client) => (await client.query(
       `SELECT count(*)::int AS n FROM ck.held_locks() WHERE ns_name = 'relay' AND key = 7`)).rows[0].n);
     tap(held === 1, `node: once A committed, B takes the lock (held ${held})`);
+    // Namespaces are created once, up front (setup.sql): a lock call never creates one, so a typo is an error.
+    const typo = await attempt(() => withTransaction(b, () => b.query(`SELECT ck.xact_lock('relya', 7)`)));
+    tap(typo && typo.code === '42704' && typeof typo.hint === 'string' && typo.hint.includes('"relay"'),
+      `node: a mistyped namespace ('relya') raises 42704, its HINT naming relay (${typo && typo.hint})`);
   } finally {
     a.release();
     b.release();

@@ -291,6 +291,16 @@ def test_lock(dsn):
         held = relay(b, 7, lambda conn: conn.execute(
             "SELECT count(*) FROM ck.held_locks() WHERE ns_name = 'relay' AND key = 7").fetchone()[0])
         tap(held == 1, f"python: once A committed, B takes the lock (held {held})")
+        # Namespaces are created once, up front (setup.sql): a lock call never creates one, so a typo is an error.
+        try:
+            with b.transaction():
+                b.execute("SELECT ck.xact_lock('relya', 7)")
+            error = None
+        except psycopg.Error as e:
+            error = e
+        hint = error.diag.message_hint if error is not None else None
+        tap(sqlstate(error) == "42704" and hint is not None and '"relay"' in hint,
+            f"python: a mistyped namespace ('relya') raises 42704, its HINT naming relay ({hint!r})")
 
 
 def test_retry(dsn, workers):
