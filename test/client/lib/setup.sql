@@ -28,7 +28,8 @@ INSERT INTO stock VALUES (7, 3), (42, 30);
 CREATE TABLE profiles (id int PRIMARY KEY, visits int NOT NULL, note text NOT NULL, version bigint NOT NULL);
 INSERT INTO profiles VALUES (1, 0, '', 1), (2, 0, '', 1);
 
--- Locks: namespaces registered up front, in autocommit.
+-- Locks: namespaces created once, up front and in autocommit, as a migration would, before any worker
+-- starts: a lock call by name never creates one (42704 for a name never created).
 SELECT FROM ck.lock_namespace('relay');
 SELECT FROM ck.lock_namespace('leader');
 SELECT FROM ck.lock_namespace('bouncer_ns');

@@ -72,7 +72,7 @@ func twice(ctx context.Context, c, k *pgx.Conn, q string, args ...interface{}) (
 // testPrepare: pgx's default statement cache prepares named statements, which live in one server
 // connection; through transaction pooling the next use lands on another, and fails unless PgBouncer
 // tracks prepared statements (tracked: 1.24 or later). statement_cache_mode=describe (unnamed
-// statements only) works with any PgBouncer.
+// statements only) works with any PgBouncer; prefer_simple_protocol=true does not send maps.
 func testPrepare(ctx context.Context, dsn string, tracked bool) {
 	for _, mode := range []string{"prepare", "describe"} {
 		conns, ok := connectAll(ctx, "prepare "+mode, dsn+" statement_cache_mode="+mode, dsn)
@@ -108,6 +108,21 @@ func testPrepare(ctx context.Context, dsn string, tracked bool) {
 		}
 		closeAll(ctx, conns)
 	}
+
+	// prefer_simple_protocol=true avoids prepared statements too, but then pgx encodes the arguments
+	// itself, without the server's parameter types: it cannot send a map as a jsonb payload.
+	conns, ok := connectAll(ctx, "simple protocol", dsn+" prefer_simple_protocol=true", dsn+" statement_cache_mode=describe")
+	if !ok {
+		return
+	}
+	defer closeAll(ctx, conns)
+	payload := map[string]any{"to": "a@example.com"}
+	var id int64
+	errSimple := conns[0].QueryRow(ctx, `SELECT ck.enqueue('cache_q', $1)`, payload).Scan(&id)
+	errDescribe := conns[1].QueryRow(ctx, `SELECT ck.enqueue('cache_q', $1)`, payload).Scan(&id)
+	tap(errSimple != nil && sqlstate(errSimple) == "" && errDescribe == nil,
+		"pgbouncer: with prefer_simple_protocol=true pgx cannot send a map as a jsonb payload (%v); "+
+			"with statement_cache_mode=describe it can (%v)", errSimple, errDescribe)
 }
 
 // testSessionLock: what ck.session_lock does through transaction pooling, and through a session-mode pool.
@@ -176,12 +191,12 @@ func testCaches(ctx context.Context, dsn, direct string) {
 	c, k, d := conns[0], conns[1], conns[2]
 
 	// Plans: both server connections plan ck.try_decrement on cache_stock, then the table changes under them.
-	dec := `SELECT pg_backend_pid(), ck.try_decrement('cache_stock', 'qty', $1::int, 1)::float8`
+	dec := `SELECT pg_backend_pid(), ck.try_decrement('cache_stock', $1::int, 'qty', 1)::float8`
 	pids, vals, err := twice(ctx, c, k, dec, 1)
 	tap(err == nil && pids[0] != pids[1] && vals == [2]float64{99, 98},
 		"pgbouncer caches: one client's two decrements ran on backends %d and %d (%v, %v)", pids[0], pids[1], vals, err)
 	_, err = d.Exec(ctx, `ALTER TABLE cache_stock RENAME COLUMN qty TO qty_old;
-	                      ALTER TABLE cache_stock ADD COLUMN qty numeric NOT NULL DEFAULT 1000;
+	                      ALTER TABLE cache_stock ADD COLUMN qty bigint NOT NULL DEFAULT 1000;
 	                      ALTER TABLE cache_stock ALTER COLUMN sku TYPE bigint`)
 	tap(err == nil, "pgbouncer caches: another connection renames qty, adds a new qty and retypes the key (%v)", err)
 	again, vals, err := twice(ctx, c, k, dec, 1)

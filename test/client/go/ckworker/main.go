@@ -134,7 +134,7 @@ func drain(ctx context.Context, pool *pgxpool.Pool, workers int, what string) {
 func testQueue(ctx context.Context, pool *pgxpool.Pool, workers int) {
 	drain(ctx, pool, workers, "drained the queue")
 	tap(heartbeats.Load() > 0 && heartbeatsLost.Load() == 0,
-		"go: every heartbeat of the slow jobs (ck.extend_lease, %d in all) kept the lease", heartbeats.Load())
+		"go: every heartbeat of the slow jobs (ck.try_extend_lease, %d in all) kept the lease", heartbeats.Load())
 	note("client connections: %d", pool.Stat().TotalConns())
 	note("%d jobs raised and were handed back with ck.fail; %d acknowledgements found the lease lost",
 		failed.Load(), leasesLost.Load())
@@ -291,6 +291,14 @@ func testLock(ctx context.Context, pool *pgxpool.Pool) {
 		return tx.QueryRow(lctx, `SELECT count(*) FROM ck.held_locks() WHERE ns_name = 'relay' AND key = 7`).Scan(&held)
 	})
 	tap(err == nil && held == 1, "go: once A committed, B takes the lock (%v, held %d)", err, held)
+	// Namespaces are created once, up front (setup.sql): a lock call never creates one, so a typo is an error.
+	err = b.BeginFunc(lctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(lctx, `SELECT ck.xact_lock('relya', 7)`)
+		return err
+	})
+	var pgErr *pgconn.PgError
+	tap(errors.As(err, &pgErr) && pgErr.Code == "42704" && strings.Contains(pgErr.Hint, `"relay"`),
+		"go: a mistyped namespace ('relya') raises 42704, its HINT naming relay (%v)", err)
 }
 
 // testRetry: CALL ck.retry from eight connections at once, and refused inside a transaction.
