@@ -1,0 +1,58 @@
+'use strict';
+// A concurrency_kit worker in Node (pg): 4 workers take jobs from queue "emails" and record each in
+// table "sent" in the transaction that completes it. It connects with the PG* environment variables
+// and stops once the queue is empty.   Run: npm install pg && node worker.js
+// pg prepares no named statements unless a query has a name: it runs behind PgBouncer as it is.
+const { Pool } = require('pg');
+
+const pool = new Pool({ max: 4 });
+
+// send is the job's work (here only a check). An exception hands the job back.
+function send(email) {
+  if (!email.to.includes('@')) throw new Error(`bad address ${JSON.stringify(email.to)}`);
+}
+
+async function work(worker) {
+  let sent = 0;
+  for (;;) {
+    const { rows } = await pool.query(`SELECT id, lease_token, attempts, payload
+      FROM ck.claim_wait('emails', max_wait => '1 second')`);
+    if (rows.length === 0) { // nothing ready for 1 s: stop if the queue is empty
+      const { rows: [{ empty }] } = await pool.query('SELECT NOT EXISTS (SELECT FROM emails) AS empty');
+      if (empty) return console.log(`worker ${worker}: ${sent} sent`);
+      continue;
+    }
+    // id and lease_token are bigints: pg returns them as strings, passed back unchanged.
+    const { id, lease_token: token, attempts, payload: email } = rows[0];
+    try {
+      send(email);
+    } catch (e) { // 'retry' after a backoff, 'dead' after max_attempts, NULL if lost
+      await pool.query(`SELECT ck.try_fail('emails', $1, $2, $3)`, [id, token, e.message]);
+      continue;
+    }
+    const client = await pool.connect(); // the effect and the acknowledgement commit together
+    try {
+      await client.query('BEGIN');
+      await client.query('INSERT INTO sent (job_id, recipient, attempts) VALUES ($1, $2, $3)', [id, email.to, attempts]);
+      await client.query(`SELECT ck.complete('emails', $1, $2)`, [id, token]);
+      await client.query('COMMIT');
+      sent++;
+    } catch (e) {
+      await client.query('ROLLBACK');
+      if (e.code !== 'CK005') throw e; // CK005: lease lost, the job's new holder records it
+    } finally {
+      client.release();
+    }
+  }
+}
+
+async function main() {
+  // Set-up, once, before the workers start.
+  await pool.query(`CREATE TABLE IF NOT EXISTS sent (job_id bigint PRIMARY KEY, recipient text NOT NULL,
+    attempts int NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())`);
+  await pool.query(`SELECT ck.create_queue('emails') WHERE to_regclass('emails') IS NULL`);
+  const stopped = (await Promise.allSettled([1, 2, 3, 4].map(work))).filter((r) => r.status === 'rejected');
+  if (stopped.length > 0) throw stopped[0].reason; // a worker stopped on an error
+}
+
+main().catch((e) => { console.error(e); process.exitCode = 1; }).finally(() => pool.end());

@@ -1,0 +1,56 @@
+"""A concurrency_kit worker in Python (psycopg 3): 4 threads take jobs from queue "emails" and
+record each in table "sent" in the transaction that completes it. It connects with the PG*
+environment variables and stops once the queue is empty.   Run: python3 worker.py"""
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
+
+
+def connect():
+    # prepare_threshold=None: no prepared statements, so it also runs behind PgBouncer in
+    # transaction pooling mode (by default psycopg prepares a statement on its 5th run).
+    return psycopg.connect(autocommit=True, prepare_threshold=None)
+
+
+def send(email):
+    """The job's work (here only a check). An exception hands the job back."""
+    if "@" not in email["to"]:
+        raise ValueError(f"bad address {email['to']!r}")
+
+
+def work(worker):
+    sent = 0
+    with connect() as conn:
+        while True:
+            job = conn.execute("SELECT id, lease_token, attempts, payload"
+                               " FROM ck.claim_wait('emails', max_wait => '1 second')").fetchone()
+            if job is None:  # nothing ready for 1 s: stop if the queue is empty
+                if conn.execute("SELECT NOT EXISTS (SELECT FROM emails)").fetchone()[0]:
+                    print(f"worker {worker}: {sent} sent", flush=True)
+                    return
+                continue
+            id, token, attempts, email = job
+            try:
+                send(email)
+            except Exception as e:  # 'retry' after a backoff, 'dead' after max_attempts, NULL if lost
+                conn.execute("SELECT ck.try_fail('emails', %s, %s, %s)", (id, token, str(e)))
+                continue
+            try:  # the effect and the acknowledgement commit together, or not at all
+                with conn.transaction():
+                    conn.execute("INSERT INTO sent (job_id, recipient, attempts) VALUES (%s, %s, %s)",
+                                 (id, email["to"], attempts))
+                    conn.execute("SELECT ck.complete('emails', %s, %s)", (id, token))
+                sent += 1
+            except psycopg.Error as e:
+                if e.sqlstate != "CK005":  # CK005: lease lost, the job's new holder records it
+                    raise
+
+
+if __name__ == "__main__":
+    with connect() as conn:  # set-up, once, before the workers start
+        conn.execute("CREATE TABLE IF NOT EXISTS sent (job_id bigint PRIMARY KEY, recipient text NOT NULL,"
+                     " attempts int NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())")
+        conn.execute("SELECT ck.create_queue('emails') WHERE to_regclass('emails') IS NULL")
+    with ThreadPoolExecutor(4) as threads:
+        for done in [threads.submit(work, w) for w in range(1, 5)]:
+            done.result()  # raises what a worker raised
