@@ -9,7 +9,7 @@
 #   -- warning: CODE text  the statement raises that WARNING (any WARNING the README does not show fails too)
 # A statement without such a comment must succeed; its output is not compared. A block preceded by
 # <!-- doc-test: skip REASON --> is not run (two sessions, a server restart, a Citus cluster); the reason is printed.
-# A block preceded by <!-- doc-test: file PATH --> (the client workers) must be that file byte for byte.
+# (Blocks preceded by <!-- doc-test: file PATH --> are the client workers: test/client/readme_workers.sh checks them.)
 # Why a client test and not a regress test generated from the README: the README's examples use psql itself
 # (\gset), run in one session across blocks, and a drifted example should name its README line, which a
 # pg_regress diff of a generated file would not. Prints TAP, one test per block (and one for the file).
@@ -192,20 +192,6 @@ if "end" in out:
     print(f"ok {tests} - psql ran the whole README to its end")
 else:  # no connection, or psql stopped half-way: what did not run cannot pass
     print(f"not ok {tests} - psql did not reach the end of the README's statements")
-# A block the README says is a file's copy (<!-- doc-test: file PATH -->) is that file, byte for byte.
-lines = open(readme, encoding="utf-8").read().split("\n")
-for k, line in enumerate(lines):
-    m = re.match(r"<!-- doc-test: file (\S+) -->$", line)
-    if not m:
-        continue
-    tests += 1
-    end = lines.index("```", k + 2)
-    shown = "\n".join(lines[k + 2:end]) + "\n"
-    try:
-        same = open(m.group(1), encoding="utf-8").read() == shown
-    except FileNotFoundError:
-        same = False
-    print(f"{'ok' if same else 'not ok'} {tests} - {readme}:{k + 1}: the block is {m.group(1)} as it is")
 print(f"# {statements} statements run, {compared} with a result, error or warning compared; "
       f"{failed_blocks} blocks drifted")
 print(f"1..{tests}")
