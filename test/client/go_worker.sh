@@ -5,14 +5,15 @@
 # another pooled connection (55P03, connection usable afterwards), CALL ck.retry, and enqueue one unique key
 # from 8 producers at once, then cancel its job waiting and running; the same workers run a workflow
 # of dependent jobs (a fan-out and a fan-in: dependency_checks), and a cancelled job buries the jobs
-# after it. Prints TAP.
+# after it. Then the README's worker (test/client/go/worker/main.go), built with the command its
+# header gives, run as it is: short_worker. Prints TAP.
 # needs: go pgx   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
 
 db=ck_go
 tmp=$(mktemp -d)
-trap 'drop_db "$db"; rm -rf "$tmp" "$tap_dir"' EXIT
+trap 'drop_db "$db"; drop_db ck_short; rm -rf "$tmp" "$tap_dir"' EXIT
 
 if build_go "$tmp/ckworker" "$tmp" 2>"$tmp/build.log"; then
     ok "go: the worker builds with Debian's golang-go and pgx v4, GOPATH mode"
@@ -27,6 +28,11 @@ setup_db "$db" 2000
 run_tap "go worker" 150 "$tmp/ckworker" -workers 8 -parts queue,decrement,lock,retry,unique,dependencies,optimistic
 dependency_checks go
 outcome_checks go 8
-readme_check go test/client/go/ckworker/worker.go
-readme_check go test/client/go/ckworker/examples.go
+if build_short_go "$tmp/short" 2>"$tmp/short-build.log"; then
+    ok "go: the README worker builds with the command in its header ($(head -n 1 "$tmp/short-build.log"))"
+    short_worker "go README worker" "" "$tmp/short/worker"
+else
+    not_ok "go: the README worker builds with the command in its header"
+    sed 's/^/# /' "$tmp/short-build.log"
+fi
 tap_done

@@ -5,13 +5,13 @@
 # connection (55P03, connection usable afterwards), calls CALL ck.retry, and enqueues one unique key from 8
 # producers at once, then cancels its job waiting and running; the same workers run a workflow of
 # dependent jobs (a fan-out and a fan-in: dependency_checks), and a cancelled job buries the jobs
-# after it. Prints TAP.
+# after it. Then the README's worker (test/client/node/worker.js) as it is: short_worker. Prints TAP.
 # needs: node npm   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
 
 db=ck_node
-trap 'drop_db "$db"; rm -rf "$tap_dir"' EXIT
+trap 'drop_db "$db"; drop_db ck_short; rm -rf "$tap_dir"' EXIT
 
 # npm ci: exactly the locked versions, into test/client/node/node_modules (git-ignored).
 if out=$(cd "$client_dir/node" && npm ci --no-audit --no-fund --prefer-offline 2>&1); then
@@ -26,5 +26,5 @@ setup_db "$db" 2000
 run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry unique dependencies optimistic
 dependency_checks node
 outcome_checks node 8
-readme_check node test/client/node/ckworker.js
+short_worker "node README worker" "" node "$client_dir/node/worker.js"
 tap_done

@@ -5,13 +5,13 @@
 # another connection (55P03, connection usable afterwards), CALL ck.retry, and enqueue one unique key from 8
 # producers at once, then cancel its job waiting and running; the same workers run a workflow of
 # dependent jobs (a fan-out and a fan-in: dependency_checks), and a cancelled job buries the jobs
-# after it. Prints TAP.
+# after it. Then the README's worker (test/client/python/worker.py) as it is: short_worker. Prints TAP.
 # needs: psycopg   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
 
 db=ck_python
-trap 'drop_db "$db"; rm -rf "$tap_dir"' EXIT
+trap 'drop_db "$db"; drop_db ck_short; rm -rf "$tap_dir"' EXIT
 python=/usr/bin/python3   # Debian's, whose dist-packages hold psycopg (not a python3 earlier in PATH)
 
 if "$python" -c 'import psycopg' 2>/dev/null; then
@@ -25,5 +25,5 @@ setup_db "$db" 2000
 run_tap "python worker" 150 "$python" "$client_dir/python/ckworker.py" --workers 8 queue decrement lock retry unique dependencies optimistic
 dependency_checks python
 outcome_checks python 8
-readme_check python test/client/python/ckworker.py
+short_worker "python README worker" "" "$python" "$client_dir/python/worker.py"
 tap_done

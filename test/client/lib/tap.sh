@@ -62,7 +62,21 @@ setup_db() {
 build_go() {
     [[ -n ${GOCACHE:-} || -n ${HOME:-} ]] || export GOCACHE=$2/gocache   # go needs a build cache
     (cd "$client_dir/go/ckworker" &&
-        GO111MODULE=off GOPROXY=off GOFLAGS='' GOPATH="$2/gopath:/usr/share/gocode" go build -o "$1" .) >&2
+        GO111MODULE=off GOPROXY=off GOFLAGS='' GOPATH=/usr/share/gocode go build -o "$1" .) >&2
+}
+
+# build_short_go DIR: builds the README's Go worker (test/client/go/worker/main.go) in DIR, a copy of
+# it alone, with the command its header gives (the line "//<TAB>GO111MODULE=off ... go build ..."), so
+# that the recipe the README shows is the one tested. Makes DIR/worker; its output goes to stderr.
+build_short_go() {
+    local recipe
+    recipe=$(sed -n 's|^//\t\(GO111MODULE=off .* go build .*\)$|\1|p' "$client_dir/go/worker/main.go")
+    [[ -n $recipe ]] || { echo "no build command in the header of go/worker/main.go" >&2; return 1; }
+    mkdir -p "$1"
+    cp "$client_dir/go/worker/main.go" "$1/"
+    [[ -n ${GOCACHE:-} || -n ${HOME:-} ]] || export GOCACHE=$1/gocache
+    echo "$recipe" >&2
+    (cd "$1" && GOPROXY=off GOFLAGS='' sh -c "$recipe") >&2
 }
 
 drop_db() { dropdb --if-exists --force "$1" >/dev/null 2>&1 || true; }
@@ -116,29 +130,51 @@ dependency_checks() {
         WHERE w.step = 'fan-out'"
 }
 
-# readme_check LABEL FILE: every README code block marked <!-- from FILE --> is a verbatim part of FILE.
-readme_check() {
-    local label=$1 file=$2 content block blocks=0 missing=0 line in_block=0 marked=0
-    content=$(cat "$repo_dir/$file")
-    while IFS= read -r line; do
-        if ((in_block)); then
-            if [[ $line == '```' ]]; then
-                blocks=$((blocks + 1))
-                block=${block%$'\n'}
-                [[ $content == *"$block"* ]] || { missing=$((missing + 1)); echo "# not in $file: ${block%%$'\n'*} ..."; }
-                in_block=0
-            else
-                block+=$line$'\n'
-            fi
-        elif [[ $line == "<!-- from $file -->" ]]; then
-            marked=1
-        elif ((marked)) && [[ $line == '```'* ]]; then
-            in_block=1 marked=0 block=
+# short_worker LABEL CONNECT CMD...: runs a README worker (test/client/python/worker.py,
+# go/worker/main.go built, node/worker.js) exactly as it is, with CONNECT's PG* settings ("PGHOST=...
+# PGPORT=...", or "" for the cluster) and PGDATABASE, on a fresh database ($short_db, else ck_short): first where nothing exists
+# (it must create table sent and queue emails, find no job and stop), then on 300 jobs of which 6 have
+# a bad address (max_attempts 2: each fails twice, ck.try_fail, and is buried). Every run must exit 0
+# and print exactly one line "worker N: K sent" per worker (4) and nothing else: no error, no
+# traceback, no worker that stopped early. Checks in SQL go straight to the cluster.
+short_worker() {
+    local label=$1 connect=$2 db=${short_db:-ck_short} out=$tap_dir/short.out status runs
+    shift 2
+    drop_db "$db"
+    createdb "$db"
+    sql -d "$db" -c 'CREATE EXTENSION concurrency_kit'
+    for runs in first second; do
+        if [[ $runs == second ]]; then
+            sql -d "$db" -c "UPDATE ck.queues SET max_attempts = 2 WHERE queue = 'emails'::regclass" \
+                -c "CREATE TABLE expected AS SELECT ck.enqueue('emails', jsonb_build_object('to', t.recipient)) AS job_id, t.*
+                    FROM generate_series(1, 300) AS g,
+                         LATERAL (SELECT CASE WHEN g % 50 = 0 THEN 'nobody-' || g ELSE 'user' || g || '@example.com' END
+                                  AS recipient) AS t" >/dev/null 2>&1 ||
+                { not_ok "$label: 300 jobs enqueued into the queue emails the worker made"; return 0; }
         fi
-    done <"$repo_dir/README.md"
-    if ((blocks > 0 && missing == 0)); then
-        ok "$label: the README's examples ($blocks blocks) are the code the test runs ($file)"
-    else
-        not_ok "$label: the README's examples ($blocks blocks) are the code the test runs ($file)"
-    fi
+        status=0
+        # shellcheck disable=SC2086
+        env $connect PGDATABASE="$db" timeout -k 5 90 "$@" >"$out" 2>&1 || status=$?
+        if ((status == 0)) && [[ $(sed 's/: [0-9]* sent$//' "$out" | sort) == $'worker 1\nworker 2\nworker 3\nworker 4' ]]; then
+            ok "$label, $runs run: exit 0, each of the 4 workers stopped normally ('worker N: K sent'), nothing else printed"
+        else
+            not_ok "$label, $runs run: exit 0, each of the 4 workers stopped normally ('worker N: K sent'), nothing else printed (exit $status)"
+        fi
+        sed 's/^/# /' "$out" | head -n 40
+        [[ $runs == second ]] || PGDATABASE=$db check "$label: the worker created table sent and queue emails, and found no job" "
+            SELECT to_regclass('sent') IS NOT NULL AND (SELECT count(*) FROM sent) = 0
+               AND EXISTS (SELECT FROM ck.queues WHERE queue = 'emails'::regclass)"
+    done
+    local printed
+    printed=$(awk '/^worker [0-9]: [0-9]+ sent$/ { n += $3 } END { print n + 0 }' "$out")
+    PGDATABASE=$db check "$label: every good job ($(PGDATABASE=$db sql -c "SELECT count(*) FROM expected WHERE recipient LIKE '%@%'")) is in sent exactly once, with its recipient, on attempt 1; the workers' counts add up ($printed)" "
+        SELECT count(*) = $printed AND count(*) = (SELECT count(*) FROM sent) AND bool_and(s.recipient = e.recipient AND s.attempts = 1)
+        FROM expected e JOIN sent s USING (job_id) WHERE e.recipient LIKE '%@%'
+        HAVING count(*) = (SELECT count(*) FROM expected WHERE recipient LIKE '%@%')"
+    PGDATABASE=$db check "$label: each job with a bad address failed twice (ck.try_fail) and is in emails_dead with its error, none in sent" "
+        SELECT count(*) = 6 AND count(*) = (SELECT count(*) FROM emails_dead)
+           AND bool_and(d.attempts = 2 AND d.last_error LIKE 'bad address %' || e.recipient || '%')
+           AND NOT EXISTS (SELECT FROM sent s JOIN expected x USING (job_id) WHERE x.recipient NOT LIKE '%@%')
+        FROM expected e JOIN emails_dead d ON d.id = e.job_id WHERE e.recipient NOT LIKE '%@%'"
+    PGDATABASE=$db check "$label: the queue is empty" "SELECT count(*) = 0 FROM emails"
 }

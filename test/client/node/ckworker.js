@@ -47,13 +47,13 @@ async function inTransaction(pool, f) {
 async function work(pool, worker) {
   for (;;) {
     const { rows } = await pool.query(
-      `SELECT id, lease_token, attempt, payload FROM ck.claim_wait('jobs', 1, '1 second', '200 ms')`);
+      `SELECT id, lease_token, attempts, payload FROM ck.claim_wait('jobs', lease => '1 second', max_wait => '200 ms')`);
     if (rows.length === 0) { // nothing ready within 200 ms: stop once no job is left at all
       const left = await pool.query('SELECT count(*)::int AS n FROM jobs');
       if (left.rows[0].n === 0) return;
       continue;
     }
-    const { id, lease_token: token, attempt, payload } = rows[0];
+    const { id, lease_token: token, attempts: attempt, payload } = rows[0];
     const started = Date.now();
     try {
       await processJob(pool, id, token, payload, attempt);
@@ -63,11 +63,16 @@ async function work(pool, worker) {
         continue;
       }
       stats.failed++; // the job raised: 'retry' (ready again in 100 ms) or 'dead' (last attempt)
-      await inTransaction(pool, async (tx) => {
-        const r = await tx.query(`SELECT ck.fail('jobs', $1, $2, $3, '100 ms') AS outcome`, [id, token, e.message]);
-        await tx.query('INSERT INTO failures (job_id, attempt, outcome) VALUES ($1, $2, $3)',
-          [id, attempt, r.rows[0].outcome]);
-      });
+      try {
+        await inTransaction(pool, async (tx) => {
+          const r = await tx.query(`SELECT ck.fail('jobs', $1, $2, $3, '100 ms') AS outcome`, [id, token, e.message]);
+          await tx.query('INSERT INTO failures (job_id, attempt, outcome) VALUES ($1, $2, $3)',
+            [id, attempt, r.rows[0].outcome]);
+        });
+      } catch (f) {
+        if (f.code !== 'CK005') throw f; // CK005: the lease was lost, the job is someone else's now
+        stats.leasesLost++;
+      }
       continue;
     }
     // The effect and the acknowledgement in one transaction: it commits only while the lease is ours.
@@ -75,11 +80,10 @@ async function work(pool, worker) {
       await inTransaction(pool, async (tx) => {
         await tx.query('INSERT INTO effects (job_id, n, attempt, worker, held_ms) VALUES ($1, $2, $3, $4, $5)',
           [id, payload.n, attempt, worker, Date.now() - started]);
-        const r = await tx.query(`SELECT ck.complete('jobs', $1, $2) AS done`, [id, token]);
-        if (!r.rows[0].done) throw new LeaseLost(); // rolls the effect back: the job's new holder records it
+        await tx.query(`SELECT ck.complete('jobs', $1, $2)`, [id, token]);
       });
     } catch (e) {
-      if (!(e instanceof LeaseLost)) throw e;
+      if (e.code !== 'CK005') throw e; // CK005: the lease was lost; the effect rolled back, the job's new holder records it
       stats.leasesLost++;
     }
   }
@@ -95,9 +99,9 @@ async function processJob(pool, id, token, payload, attempt) {
   if (payload.kind === 'slow') {
     for (const end = Date.now() + 2500; Date.now() < end;) {
       await sleep(250);
-      const r = await pool.query(`SELECT ck.extend_lease('jobs', $1, $2, '1 second') AS until`, [id, token]);
+      const r = await pool.query(`SELECT ck.try_extend_lease('jobs', $1, $2, '1 second') AS until`, [id, token]);
       stats.heartbeats++;
-      if (r.rows[0].until === null) { // NULL: the lease was lost
+      if (r.rows[0].until === null) { // NULL: the lease was lost (ck.extend_lease would raise CK005)
         stats.heartbeatsLost++;
         throw new LeaseLost();
       }
@@ -106,8 +110,10 @@ async function processJob(pool, id, token, payload, attempt) {
 }
 
 // sell takes n units of sku: the new quantity, or an error whose code is CK001 (not enough) or CK004 (no such sku).
+// The key argument takes any type and pg sends parameters untyped, so the key's parameter needs a cast
+// (else 42P18 "could not determine data type of parameter $1").
 async function sell(pool, sku, n) {
-  const r = await pool.query(`SELECT ck.decrement('stock', 'qty', $1::int, $2) AS left`, [sku, n]);
+  const r = await pool.query(`SELECT ck.decrement('stock', $1::int, 'qty', $2) AS left`, [sku, n]);
   return Number(r.rows[0].left);
 }
 
@@ -154,7 +160,7 @@ async function cancelJob(pool, id) {
 // completed; if one of them is buried or cancelled instead, so is this job, with the reason. db: a pool or a client.
 async function enqueueAfter(db, queue, payload, after) {
   const r = await db.query('SELECT ck.enqueue($1, $2::jsonb, after => $3::bigint[]) AS id', [queue, payload, after]);
-  return r.rows[0].id;
+  return Number(r.rows[0].id);
 }
 
 // deadReason says why job id is in the queue's dead letters (its last_error); undefined while it is not there.
@@ -166,7 +172,7 @@ async function deadReason(db, queue, id) {
 const quoteLiteral = (s) => `'${s.replace(/'/g, "''")}'`;
 
 // editProfile is an optimistic read-modify-write of profile id: it reads the row, computes
-// change(row), an object of new column values, and writes it with ck.update_if_version_or_raise.
+// change(row), an object of new column values, and writes it with ck.update_if_version.
 // A writer in between makes the write stale (CK006, ck.sqlstate_action: 'retry'): read again,
 // apply again, at most attempts times; any other error is thrown at once. It returns
 // { version, used }: the new version and the attempts used.
@@ -175,7 +181,7 @@ async function editProfile(pool, id, change, attempts = 5) {
     const { rows } = await pool.query('SELECT visits, note, version FROM profiles WHERE id = $1', [id]);
     if (rows.length === 0) throw new Error(`no profile ${id}`);
     try {
-      const r = await pool.query(`SELECT ck.update_if_version_or_raise('profiles', $1::int, $2, $3) AS version`,
+      const r = await pool.query(`SELECT ck.update_if_version('profiles', $1::int, $2, $3) AS version`,
         [id, rows[0].version, await change(rows[0])]); // version: a bigint, a string, passed back unchanged
       return { version: Number(r.rows[0].version), used };
     } catch (e) {
@@ -207,7 +213,7 @@ async function drain(pool, workers, what) {
 async function testQueue(pool, workers) {
   await drain(pool, workers, 'drained the queue');
   tap(stats.heartbeats > 0 && stats.heartbeatsLost === 0,
-    `node: every heartbeat of the slow jobs (ck.extend_lease, ${stats.heartbeats} in all) kept the lease`);
+    `node: every heartbeat of the slow jobs (ck.try_extend_lease, ${stats.heartbeats} in all) kept the lease`);
   note(`${stats.failed} jobs raised and were handed back with ck.fail; ` +
     `${stats.leasesLost} acknowledgements found the lease lost`);
 }
@@ -318,9 +324,13 @@ async function testUnique(pool, workers) {
   tap(again.inserted && claimed && Number(claimed.id) === again.id,
     "node: the cancelled job's key is free again: a new job, claimed by a worker");
   const outcome = await cancelJob(pool, again.id);
-  const done = (await pool.query('SELECT ck.complete($1, $2, $3) AS done', ['reports', claimed.id, claimed.lease_token])).rows[0].done;
-  tap(outcome === 'cancelling' && done === false,
-    `node: cancelling the running job says 'cancelling'; its worker's ck.complete finds the lease lost (${done})`);
+  const error = await attempt(() => pool.query(`SELECT ck.complete('reports', $1, $2)`, [claimed.id, claimed.lease_token]));
+  const held = (await pool.query(`SELECT ck.try_complete('reports', $1, $2) AS held`,
+    [claimed.id, claimed.lease_token])).rows[0].held;
+  tap(outcome === 'cancelling' && error && error.code === 'CK005' && await classify(pool, error) === 'conflict' &&
+    held === false,
+    `node: cancelling the running job says 'cancelling'; its worker's ck.complete raises CK005, a conflict ` +
+    `(${error && error.message}), and ck.try_complete returns false`);
 }
 
 // A workflow drained by the workers (its order is checked in SQL by the caller), then a cancelled job

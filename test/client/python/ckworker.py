@@ -47,8 +47,8 @@ def work(conn, worker):
     """Claims jobs from queue "jobs" until no job is left. Records each job's effect in the
     transaction that acknowledges the job, and hands a job that raised back with ck.fail."""
     while True:
-        job = conn.execute("SELECT id, lease_token, attempt, payload"
-                           " FROM ck.claim_wait('jobs', 1, '1 second', '200 ms')").fetchone()
+        job = conn.execute("SELECT id, lease_token, attempts, payload"
+                           " FROM ck.claim_wait('jobs', lease => '1 second', max_wait => '200 ms')").fetchone()
         if job is None:  # nothing ready within 200 ms: stop once no job is left at all
             if conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0:
                 return
@@ -62,20 +62,26 @@ def work(conn, worker):
             continue
         except Exception as e:  # the job raised: 'retry' (ready again in 100 ms) or 'dead' (last attempt)
             tally("failed")
-            with conn.transaction():
-                outcome = conn.execute("SELECT ck.fail('jobs', %s, %s, %s, '100 ms')",
-                                       (id, token, str(e))).fetchone()[0]
-                conn.execute("INSERT INTO failures (job_id, attempt, outcome) VALUES (%s, %s, %s)",
-                             (id, attempt, outcome))
+            try:
+                with conn.transaction():
+                    outcome = conn.execute("SELECT ck.fail('jobs', %s, %s, %s, '100 ms')",
+                                           (id, token, str(e))).fetchone()[0]
+                    conn.execute("INSERT INTO failures (job_id, attempt, outcome) VALUES (%s, %s, %s)",
+                                 (id, attempt, outcome))
+            except psycopg.Error as e:
+                if e.sqlstate != "CK005":  # CK005: the lease was lost, the job is someone else's now
+                    raise
+                tally("leases_lost")
             continue
         # The effect and the acknowledgement in one transaction: it commits only while the lease is ours.
         try:
             with conn.transaction():
                 conn.execute("INSERT INTO effects (job_id, n, attempt, worker, held_ms) VALUES (%s, %s, %s, %s, %s)",
                              (id, payload["n"], attempt, worker, int((time.monotonic() - started) * 1000)))
-                if not conn.execute("SELECT ck.complete('jobs', %s, %s)", (id, token)).fetchone()[0]:
-                    raise LeaseLost()  # rolls the effect back: the job's new holder records it
-        except LeaseLost:
+                conn.execute("SELECT ck.complete('jobs', %s, %s)", (id, token))
+        except psycopg.Error as e:
+            if e.sqlstate != "CK005":  # CK005: the lease was lost; the effect rolled back, the job's new holder records it
+                raise
             tally("leases_lost")
 
 
@@ -87,17 +93,18 @@ def process(conn, id, token, payload, attempt):
         end = time.monotonic() + 2.5
         while time.monotonic() < end:
             time.sleep(0.25)
-            until = conn.execute("SELECT ck.extend_lease('jobs', %s, %s, '1 second')", (id, token)).fetchone()[0]
+            until = conn.execute("SELECT ck.try_extend_lease('jobs', %s, %s, '1 second')", (id, token)).fetchone()[0]
             tally("heartbeats")
-            if until is None:  # NULL: the lease was lost
+            if until is None:  # NULL: the lease was lost (ck.extend_lease would raise CK005)
                 tally("heartbeats_lost")
                 raise LeaseLost()
 
 
 def sell(conn, sku, n):
     """Takes n units of sku: the new quantity, or psycopg.Error with sqlstate CK001 (not enough)
-    or CK004 (no such sku)."""
-    return conn.execute("SELECT ck.decrement('stock', 'qty', %s::int, %s)", (sku, n)).fetchone()[0]
+    or CK004 (no such sku). The key argument takes any type, so a parameter for it needs one: psycopg
+    sends a str untyped (42P18 "could not determine data type of parameter"); the cast says which."""
+    return conn.execute("SELECT ck.decrement('stock', %s::int, 'qty', %s)", (sku, n)).fetchone()[0]
 
 
 def classify(conn, error):
@@ -156,7 +163,7 @@ def quote_literal(s):
 
 def edit_profile(conn, id, change, attempts=5):
     """Optimistic read-modify-write of profile id: reads the row, computes change(row), a dict of
-    new column values, and writes it with ck.update_if_version_or_raise. A writer in between makes
+    new column values, and writes it with ck.update_if_version. A writer in between makes
     the write stale (CK006, ck.sqlstate_action: 'retry'): read again, apply again, at most
     attempts times; any other error is raised at once. Returns (new version, attempts used)."""
     for attempt in range(1, attempts + 1):
@@ -164,7 +171,7 @@ def edit_profile(conn, id, change, attempts=5):
         if row is None:
             raise LookupError(f"no profile {id}")
         try:
-            version = conn.execute("SELECT ck.update_if_version_or_raise('profiles', %s::int, %s, %s)",
+            version = conn.execute("SELECT ck.update_if_version('profiles', %s::int, %s, %s)",
                                    (id, row[2], psycopg.types.json.Jsonb(change(row)))).fetchone()[0]
             return version, attempt
         except psycopg.Error as e:
@@ -206,7 +213,7 @@ def drain(dsn, workers, what):
 def test_queue(dsn, workers):
     drain(dsn, workers, "drained the queue")
     tap(stats["heartbeats"] > 0 and stats["heartbeats_lost"] == 0,
-        f"python: every heartbeat of the slow jobs (ck.extend_lease, {stats['heartbeats']} in all) kept the lease")
+        f"python: every heartbeat of the slow jobs (ck.try_extend_lease, {stats['heartbeats']} in all) kept the lease")
     note(f"{stats['failed']} jobs raised and were handed back with ck.fail;"
          f" {stats['leases_lost']} acknowledgements found the lease lost")
 
@@ -349,9 +356,17 @@ def test_unique(dsn, workers):
         claimed = conn.execute("SELECT id, lease_token FROM ck.claim('reports')").fetchone()
         tap(inserted and claimed is not None and claimed[0] == id,
             "python: the cancelled job's key is free again: a new job, claimed by a worker")
-        tap(cancel(conn, id) == "cancelling" and
-            not conn.execute("SELECT ck.complete('reports', %s, %s)", claimed).fetchone()[0],
-            "python: cancelling the running job says 'cancelling'; its worker's ck.complete finds the lease lost")
+        outcome = cancel(conn, id)
+        try:
+            conn.execute("SELECT ck.complete('reports', %s, %s)", claimed)
+            error = None
+        except psycopg.Error as e:
+            error = e
+        held = conn.execute("SELECT ck.try_complete('reports', %s, %s)", claimed).fetchone()[0]
+        tap(outcome == "cancelling" and sqlstate(error) == "CK005" and classify(conn, error) == "conflict"
+            and held is False,
+            f"python: cancelling the running job says 'cancelling'; its worker's ck.complete raises CK005, a conflict"
+            f" ({error!r}), and ck.try_complete returns false")
 
 
 def test_dependencies(dsn, workers):

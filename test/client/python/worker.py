@@ -18,7 +18,7 @@ def send(email):
         raise ValueError(f"bad address {email['to']!r}")
 
 
-def work(worker):
+def work():
     sent = 0
     with connect() as conn:
         while True:
@@ -26,8 +26,7 @@ def work(worker):
                                " FROM ck.claim_wait('emails', max_wait => '1 second')").fetchone()
             if job is None:  # nothing ready for 1 s: stop if the queue is empty
                 if conn.execute("SELECT NOT EXISTS (SELECT FROM emails)").fetchone()[0]:
-                    print(f"worker {worker}: {sent} sent", flush=True)
-                    return
+                    return sent
                 continue
             id, token, attempts, email = job
             try:
@@ -52,5 +51,6 @@ if __name__ == "__main__":
                      " attempts int NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())")
         conn.execute("SELECT ck.create_queue('emails') WHERE to_regclass('emails') IS NULL")
     with ThreadPoolExecutor(4) as threads:
-        for done in [threads.submit(work, w) for w in range(1, 5)]:
-            done.result()  # raises what a worker raised
+        workers = [threads.submit(work) for _ in range(4)]
+        for w, done in enumerate(workers, 1):
+            print(f"worker {w}: {done.result()} sent")  # result() raises what the worker raised

@@ -176,12 +176,12 @@ func testCaches(ctx context.Context, dsn, direct string) {
 	c, k, d := conns[0], conns[1], conns[2]
 
 	// Plans: both server connections plan ck.try_decrement on cache_stock, then the table changes under them.
-	dec := `SELECT pg_backend_pid(), ck.try_decrement('cache_stock', 'qty', $1::int, 1)::float8`
+	dec := `SELECT pg_backend_pid(), ck.try_decrement('cache_stock', $1::int, 'qty', 1)::float8`
 	pids, vals, err := twice(ctx, c, k, dec, 1)
 	tap(err == nil && pids[0] != pids[1] && vals == [2]float64{99, 98},
 		"pgbouncer caches: one client's two decrements ran on backends %d and %d (%v, %v)", pids[0], pids[1], vals, err)
 	_, err = d.Exec(ctx, `ALTER TABLE cache_stock RENAME COLUMN qty TO qty_old;
-	                      ALTER TABLE cache_stock ADD COLUMN qty numeric NOT NULL DEFAULT 1000;
+	                      ALTER TABLE cache_stock ADD COLUMN qty bigint NOT NULL DEFAULT 1000;
 	                      ALTER TABLE cache_stock ALTER COLUMN sku TYPE bigint`)
 	tap(err == nil, "pgbouncer caches: another connection renames qty, adds a new qty and retypes the key (%v)", err)
 	again, vals, err := twice(ctx, c, k, dec, 1)

@@ -13,7 +13,7 @@ import (
 
 // sell takes n units of sku: the new quantity, or an error with SQLSTATE CK001 (not enough) or CK004 (no such sku).
 func sell(ctx context.Context, db *pgxpool.Pool, sku, n int) (left int64, err error) {
-	err = db.QueryRow(ctx, `SELECT ck.decrement('stock', 'qty', $1::int, $2)`, sku, n).Scan(&left)
+	err = db.QueryRow(ctx, `SELECT ck.decrement('stock', $1::int, 'qty', $2)`, sku, n).Scan(&left)
 	return left, err
 }
 
@@ -104,7 +104,7 @@ type profile struct {
 }
 
 // editProfile is an optimistic read-modify-write of profile id: it reads the row, computes
-// change(p), a map of new column values, and writes it with ck.update_if_version_or_raise. A
+// change(p), a map of new column values, and writes it with ck.update_if_version. A
 // writer in between makes the write stale (CK006, ck.sqlstate_action: "retry"): read again,
 // apply again, at most attempts times; any other error is returned at once. It returns the new
 // version and the attempts used.
@@ -117,7 +117,7 @@ func editProfile(ctx context.Context, db *pgxpool.Pool, id int, change func(prof
 		if err != nil {
 			return 0, used, err
 		}
-		err = db.QueryRow(ctx, `SELECT ck.update_if_version_or_raise('profiles', $1::int, $2, $3)`,
+		err = db.QueryRow(ctx, `SELECT ck.update_if_version('profiles', $1::int, $2, $3)`,
 			id, p.Version, change(p)).Scan(&version)
 		if sqlstate(err) != "CK006" {
 			return version, used, err

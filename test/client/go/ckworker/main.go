@@ -134,7 +134,7 @@ func drain(ctx context.Context, pool *pgxpool.Pool, workers int, what string) {
 func testQueue(ctx context.Context, pool *pgxpool.Pool, workers int) {
 	drain(ctx, pool, workers, "drained the queue")
 	tap(heartbeats.Load() > 0 && heartbeatsLost.Load() == 0,
-		"go: every heartbeat of the slow jobs (ck.extend_lease, %d in all) kept the lease", heartbeats.Load())
+		"go: every heartbeat of the slow jobs (ck.try_extend_lease, %d in all) kept the lease", heartbeats.Load())
 	note("client connections: %d", pool.Stat().TotalConns())
 	note("%d jobs raised and were handed back with ck.fail; %d acknowledgements found the lease lost",
 		failed.Load(), leasesLost.Load())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/jackc/pgx/v4/pgxpool"
@@ -58,11 +57,13 @@ func testUnique(ctx context.Context, pool *pgxpool.Pool, workers int) {
 	tap(err == nil && inserted && claimed == id,
 		"go: the cancelled job's key is free again: a new job, claimed by a worker (%v)", err)
 	outcome, err := cancelJob(ctx, pool, id)
-	var done bool
+	var held bool
+	_, errComplete := pool.Exec(ctx, `SELECT ck.complete('reports', $1, $2)`, claimed, token)
 	if err == nil {
-		err = pool.QueryRow(ctx, `SELECT ck.complete('reports', $1, $2)`, claimed, token).Scan(&done)
+		err = pool.QueryRow(ctx, `SELECT ck.try_complete('reports', $1, $2)`, claimed, token).Scan(&held)
 	}
-	tap(err == nil && outcome == "cancelling" && !done,
-		"go: cancelling the running job says %s; its worker's ck.complete finds the lease lost (%s)",
-		"'cancelling'", fmt.Sprint(done))
+	tap(err == nil && outcome == "cancelling" && sqlstate(errComplete) == "CK005" &&
+		classify(ctx, pool, errComplete) == "conflict" && !held,
+		"go: cancelling the running job says %s; its worker's ck.complete raises CK005, a conflict (%v), "+
+			"and ck.try_complete returns false (%v)", "'cancelling'", errComplete, err)
 }

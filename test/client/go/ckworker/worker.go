@@ -29,8 +29,9 @@ func work(ctx context.Context, db *pgxpool.Pool, worker int) error {
 		var id, token int64
 		var attempt int
 		var job Job
-		err := db.QueryRow(ctx, `SELECT id, lease_token, attempt, payload
-		                         FROM ck.claim_wait('jobs', 1, '1 second', '200 ms')`).Scan(&id, &token, &attempt, &job)
+		err := db.QueryRow(ctx, `SELECT id, lease_token, attempts, payload
+		                         FROM ck.claim_wait('jobs', lease => '1 second', max_wait => '200 ms')`).
+			Scan(&id, &token, &attempt, &job)
 		if errors.Is(err, pgx.ErrNoRows) { // nothing ready within 200 ms: stop once no job is left at all
 			var left int
 			if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&left); err != nil || left == 0 {
@@ -55,7 +56,9 @@ func work(ctx context.Context, db *pgxpool.Pool, worker int) error {
 				_, err := tx.Exec(ctx, `INSERT INTO failures (job_id, attempt, outcome) VALUES ($1, $2, $3)`, id, attempt, outcome)
 				return err
 			})
-			if err != nil {
+			if sqlstate(err) == "CK005" { // the lease was lost: the job is someone else's now
+				leasesLost.Add(1)
+			} else if err != nil {
 				return err
 			}
 			continue
@@ -66,16 +69,10 @@ func work(ctx context.Context, db *pgxpool.Pool, worker int) error {
 				id, job.N, attempt, worker, time.Since(started).Milliseconds()); err != nil {
 				return err
 			}
-			var done bool
-			if err := tx.QueryRow(ctx, `SELECT ck.complete('jobs', $1, $2)`, id, token).Scan(&done); err != nil {
-				return err
-			}
-			if !done {
-				return errLeaseLost // rolls the effect back: the job's new holder records it
-			}
-			return nil
+			_, err := tx.Exec(ctx, `SELECT ck.complete('jobs', $1, $2)`, id, token)
+			return err
 		})
-		if errors.Is(err, errLeaseLost) {
+		if sqlstate(err) == "CK005" { // the lease was lost: the effect rolled back, the job's new holder records it
 			leasesLost.Add(1)
 		} else if err != nil {
 			return err
@@ -93,8 +90,8 @@ func process(ctx context.Context, db *pgxpool.Pool, id, token int64, job Job, at
 	case "slow":
 		for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); {
 			time.Sleep(250 * time.Millisecond)
-			var until *time.Time // NULL: the lease was lost
-			if err := db.QueryRow(ctx, `SELECT ck.extend_lease('jobs', $1, $2, '1 second')`, id, token).
+			var until *time.Time // NULL: the lease was lost (ck.extend_lease would raise CK005)
+			if err := db.QueryRow(ctx, `SELECT ck.try_extend_lease('jobs', $1, $2, '1 second')`, id, token).
 				Scan(&until); err != nil {
 				return err
 			}
