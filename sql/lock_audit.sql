@@ -1,5 +1,5 @@
 -- ck.lock_audit: statements that take FOR UPDATE on a table a foreign key references while
--- the function neither deletes from it nor changes a referenced key (RULES.md, row lock modes).
+-- the function neither deletes from it nor changes a referenced key (README, "The rules behind it": row lock modes).
 CREATE SCHEMA lock_demo;
 SET search_path = lock_demo, public;
 

@@ -1,5 +1,5 @@
 // ck.lock_audit: finds statements of SQL and PL/pgSQL functions that take FOR UPDATE where
-// FOR NO KEY UPDATE would do (RULES.md, row lock modes): the locked table is referenced by a
+// FOR NO KEY UPDATE would do (README, "The rules behind it": row lock modes): the locked table is referenced by a
 // foreign key, so FOR UPDATE also blocks inserts of referencing rows (their FK check takes
 // FOR KEY SHARE), and the function neither deletes from that table nor updates a column of a
 // referenced key.

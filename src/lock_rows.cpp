@@ -1,4 +1,4 @@
-// ck.lock_rows: row locks the guide's way (RULES.md, write skew and row lock modes). The rows a
+// ck.lock_rows: row locks the guide's way (README, "The rules behind it": write skew, row lock modes). The rows a
 // decision rests on are locked with one
 //   SELECT FROM t WHERE key = ANY ($1) ORDER BY key FOR NO KEY UPDATE
 // LockRows sits above the Sort, so rows are locked in key order whatever order the caller

@@ -1,5 +1,5 @@
 // ck.volatility_audit: finds SQL and PL/pgSQL functions whose volatility label breaks the
-// rule in RULES.md "Functions inside queries" (IMMUTABLE only without table reads, STABLE for
+// rule of README "The rules behind it" (functions inside queries) (IMMUTABLE only without table reads, STABLE for
 // read-only functions that read tables, VOLATILE for side effects).
 //
 // How each kind of body is analysed:
