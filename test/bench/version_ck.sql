@@ -1,5 +1,5 @@
--- Optimistic benchmark, concurrency_kit: read the row's version, then ck.update_if_version (:rows is set by
--- bench/run.sh). The ::int cast types the anyelement key under -M prepared.
+-- Optimistic benchmark, concurrency_kit: read the row's version, then ck.try_update_if_version (:rows is set by
+-- bench/run.sh). The ::int cast types the "any" key under -M prepared.
 \set id random(1, :rows)
 \set n random(1, 1000000)
 SELECT version AS v FROM docs WHERE id = :id \gset
