@@ -4,11 +4,16 @@
 # on a throwaway cluster (see test/run.sh).
 
 EXTENSION    = concurrency_kit
-EXTVERSION   = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).control)
+# The source tree is where this Makefile is: `.` in-tree, `..` for what Debian's pg_buildext runs from build-15/
+# (`make -f ../Makefile VPATH=..`). Every list below is found there and named relative to it, as PGXS wants
+# (it installs $(srcdir)/$(DATA), compiles $(OBJS) found through VPATH); nothing is written into it.
+ck_srcdir   := $(patsubst %/,%,$(dir $(firstword $(MAKEFILE_LIST))))
+ck_sources   = $(patsubst $(ck_srcdir)/%,%,$(wildcard $(addprefix $(ck_srcdir)/,$(1))))
+EXTVERSION  := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(ck_srcdir)/$(EXTENSION).control)
 
 MODULE_big   = $(EXTENSION)
-OBJS         = $(patsubst %.cpp,%.o,$(wildcard src/*.cpp))
-DATA         = $(wildcard sql/$(EXTENSION)--*.sql) $(wildcard sql/$(EXTENSION)--*.control)
+OBJS         = $(patsubst %.cpp,%.o,$(call ck_sources,src/*.cpp))
+DATA         = $(call ck_sources,sql/$(EXTENSION)--*.sql sql/$(EXTENSION)--*.control)
 DOCS         = sql/postgres_exporter_queries.yaml
 
 PG_CXXFLAGS  = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-register -fno-omit-frame-pointer
@@ -22,8 +27,12 @@ REGRESS      = setup conditional plan_cache boundary memory sqlstate_action queu
                search_path queue_frontier queue_plan queue_unique queue_activity queue_limits queue_dependencies queue_install
 REGRESS     += version_update lock_rows lock_audit upgrade_calls
 REGRESS_OPTS = --load-extension=$(EXTENSION)
-ISOLATION    = $(notdir $(basename $(wildcard test/specs/*.spec)))
-ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
+ISOLATION    = $(notdir $(basename $(call ck_sources,test/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=$(ck_srcdir)/test --load-extension=$(EXTENSION)
+# (before the include: PGXS reads it in its installcheck rule; the rule that makes it is below)
+ifneq ($(ck_srcdir),.)
+REGRESS_PREP = $(CURDIR)/sql/search_path_calls.psql
+endif
 
 # Debian's PGXS would also compile every .cpp to LLVM bitcode with clang and without
 # PG_CXXFLAGS; the extension gains nothing from JIT inlining, so skip it. (Must precede
@@ -47,8 +56,21 @@ REGRESS     += not_valid_not_null loaded_module
 endif
 
 # PGXS tracks no header dependencies for C++: rebuild every object when a header changes.
-$(OBJS): $(wildcard src/*.hpp)
-src/module.o: $(EXTENSION).control
+$(OBJS): $(wildcard $(ck_srcdir)/src/*.hpp)
+src/module.o: $(ck_srcdir)/$(EXTENSION).control
+
+# Out of tree, the objects' folders are made in the build directory (named absolutely: VPATH would find the
+# source tree's), and sql/search_path.sql's \ir finds sql/search_path_calls.psql where pg_regress runs psql, as
+# PGXS links data/*.data there.
+ck_objdirs   = $(addprefix $(CURDIR)/,$(patsubst %/,%,$(sort $(dir $(OBJS)))))
+$(OBJS): | $(ck_objdirs)
+$(ck_objdirs):
+	$(MKDIR_P) $@
+ifneq ($(ck_srcdir),.)
+$(CURDIR)/sql/search_path_calls.psql: $(ck_srcdir)/sql/search_path_calls.psql
+	$(MKDIR_P) $(dir $@)
+	ln -sf $(abspath $<) $@
+endif
 
 # PG=17 (18, 19) runs the target on that major, in a Debian root of the suite that ships it (test/major.sh);
 # test-all runs make test on every tested major in turn.
