@@ -25,7 +25,7 @@ SHLIB_LINK  += -lstdc++
 # pg_regress inputs in sql/ (beside the install scripts); setup defines test helpers.
 REGRESS      = setup conditional plan_cache boundary memory sqlstate_action queue advisory_lock retry guard volatility_audit \
                search_path queue_frontier queue_plan queue_unique queue_activity queue_limits queue_dependencies queue_install
-REGRESS     += version_update lock_rows lock_audit upgrade_calls
+REGRESS     += version_update lock_rows lock_audit upgrade_calls lock_namespace_prepared
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(call ck_sources,test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=$(ck_srcdir)/test --load-extension=$(EXTENSION)
@@ -73,9 +73,12 @@ $(CURDIR)/sql/search_path_calls.psql: $(ck_srcdir)/sql/search_path_calls.psql
 endif
 
 # PG=17 (18, 19) runs the target on that major, in a Debian root of the suite that ships it (test/major.sh);
-# test-all runs make test on every tested major in turn.
-.PHONY: demo test bench chaos bench-peers bench-sustained bench-horizon test-all
+# test-all runs make test on every tested major in turn; test-packages builds, installs, upgrades and removes
+# the Debian package of every tested major (or of PG), as distributions build it (test/package/run.sh).
+.PHONY: demo test bench chaos bench-peers bench-sustained bench-horizon test-all test-packages
 demo test bench chaos bench-peers bench-sustained bench-horizon:
 	bash test/run.sh $@ $(PG)
 test-all:
 	bash test/every_major.sh
+test-packages:
+	bash test/package/run.sh $(PG)

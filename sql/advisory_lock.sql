@@ -116,15 +116,6 @@ SELECT ck.set_lock_timeout('1 day -1 hour');
 SHOW lock_timeout;
 ROLLBACK;
 
--- a registration in a prepared transaction that is rolled back is not remembered: the name
--- is looked up (and registered) again, and the number is the one in the registry
-BEGIN;
-SELECT ck.lock_namespace('prepared-then-rolled-back') IS NOT NULL AS registered;
-PREPARE TRANSACTION 'ck_namespace';
-ROLLBACK PREPARED 'ck_namespace';
-SELECT ck.lock_namespace('prepared-then-rolled-back') AS number \gset
-SELECT :number = (SELECT id FROM ck.lock_namespaces WHERE name = 'prepared-then-rolled-back') AS number_in_registry;
-
 -- the lock calls carry no SET clause, so they must not depend on the caller's search_path:
 -- a schema ahead of pg_catalog with its own text = text and its own lock_namespaces table
 -- changes nothing (a new name is registered, an existing one found, both in ck's table)

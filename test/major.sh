@@ -12,24 +12,16 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 roots=${CK_ROOTS:-/var/cache/concurrency_kit/roots}
 max_days=${CK_ROOT_MAX_DAYS:-7}
 
-case $major in
-    17) suite=trixie ;;
-    18) suite=sid ;;
-    19) suite=experimental ;;
-    *) echo "major.sh: no Debian suite known for PostgreSQL '$major' (17, 18 or 19)" >&2; exit 2 ;;
-esac
+# shellcheck source=test/debian_root.sh
+source "$here/debian_root.sh"
+if [[ $major == 15 ]] || ! debian_suite "$major"; then
+    echo "major.sh: no Debian suite known for PostgreSQL '$major' (17, 18 or 19)" >&2
+    exit 2
+fi
 if [[ $EUID -ne 0 ]]; then
     echo "major.sh: PostgreSQL $major runs in a chroot: run as root" >&2
     exit 2
 fi
-
-# The mirror the host's own apt sources name (deb822 or one-line), the suite name changed.
-mirror() {
-    local url
-    url=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
-        grep -oE 'https?://[^ ]+/debian/?( |$)' | head -n 1 | tr -d ' ') || true
-    echo "${url:-http://deb.debian.org/debian}"
-}
 
 # What the root holds. The server and the build tools are needed; the rest serves suites that skip without it.
 required=("postgresql-$major" "postgresql-server-dev-$major" g++ make)
@@ -37,11 +29,10 @@ optional=("postgresql-$major-pgtap" libtap-parser-sourcehandler-pgtap-perl pytho
     golang-go golang-github-jackc-pgx-v4-dev pgbouncer nodejs npm sqlsmith ca-certificates procps
     prometheus-postgres-exporter curl "postgresql-$major-cron"
     perl libipc-run-perl xz-utils liblz4-dev libzstd-dev libkrb5-dev libicu-dev
-    libcurl4-openssl-dev)
+    libcurl4-openssl-dev dpkg-dev debhelper postgresql-server-dev-all)
 # sid holds no PostgreSQL 19 yet: the server and its client library come from experimental.
-[[ $suite != experimental ]] || required=("postgresql-$major/experimental" "postgresql-server-dev-$major/experimental"
-    "postgresql-client-$major/experimental" libpq5/experimental libpq-dev/experimental g++ make)
-url=$(mirror)
+[[ $suite != experimental ]] || required=($(server_packages "$major") "postgresql-server-dev-$major/experimental"
+    libpq-dev/experimental g++ make)
 recipe="suite=$suite mirror=$url required=${required[*]} optional=${optional[*]} rev=1"
 root=$roots/pg$major
 port=$((54300 + major))
@@ -91,18 +82,17 @@ remove() {
 # make_root: mmdebstrap into a new directory, the optional packages the suite has added in its customize hook
 # (daemons kept from starting), then moved into place. Prints why on failure.
 make_root() {
-    local new=$root.new log=$roots/pg$major.log sources=("$url $suite main")
+    local new=$root.new log=$roots/pg$major.log
     command -v mmdebstrap >/dev/null || {
         echo "== installing mmdebstrap"
         apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q mmdebstrap >/dev/null
     } || { echo "mmdebstrap could not be installed"; return 1; }
-    [[ $suite != experimental ]] || sources=("deb $url sid main" "deb $url experimental main")
     remove "$new"
     mkdir -p "$roots"
     echo "== making the $suite root for PostgreSQL $major in $root ($url)"
     if ! unshare --mount --propagation private mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
         --include="$(IFS=,; echo "${required[*]}")" --customize-hook="bash $here/major.sh $major hook \"\$1\"" \
-        "${suite/experimental/sid}" "$new" "${sources[@]}" >"$log" 2>&1; then
+        "$base" "$new" "${sources[@]}" >"$log" 2>&1; then
         remove "$new"
         echo "mmdebstrap failed ($(grep -E '^E:' "$log" | tail -n 1 || true); log: $log)"
         return 1
@@ -152,13 +142,12 @@ if [[ -d /usr/local/share/ca-certificates ]] && ! diff -rq /usr/local/share/ca-c
     chroot "$root" update-ca-certificates >/dev/null 2>&1 || true
 fi
 
-# Mounts live in a private namespace: they vanish with it, whatever way the run ends.
-exec unshare --mount --propagation private bash -c '
-    root=$1; shift
-    mount --rbind /dev "$root/dev" && mount -t proc proc "$root/proc" && mount -t tmpfs tmpfs "$root/dev/shm" &&
-        mount -t sysfs sysfs "$root/sys" || exit 1
-    exec chroot "$root" "$@"' major "$root" \
-    env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+# MODE package-build builds the Debian package instead (test/package/build.sh), into the root's /work/packages,
+# where test/package/run.sh put the older release's source.
+command=(bash test/run.sh "$mode")
+[[ $mode != package-build ]] || command=(bash test/package/build.sh "$major" /work/packages /work/packages/old.tar)
+
+in_root "$root" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
     NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     CI="${CI:-}" CK_PG="$major" CK_PORT="${CK_PORT:-$port}" CK_IN_ROOT=1 CK_BENCH_ONLY="${CK_BENCH_ONLY:-}" \
     CK_BENCH_SECONDS="${CK_BENCH_SECONDS:-}" CK_CITUS_SOURCE="$citus_source" \
@@ -167,4 +156,4 @@ exec unshare --mount --propagation private bash -c '
     CK_HORIZON_CLEAN="${CK_HORIZON_CLEAN:-}" CK_HORIZON_PIN="${CK_HORIZON_PIN:-}" \
     CK_HORIZON_RECOVER="${CK_HORIZON_RECOVER:-}" CK_HORIZON_RATE="${CK_HORIZON_RATE:-}" \
     CK_COMMIT="$(bash "$here/bench/built.sh")" \
-    bash -c 'cd /work/concurrency_kit && exec bash test/run.sh "$1"' run "$mode"
+    bash -c 'cd /work/concurrency_kit && exec "$@"' run "${command[@]}"
