@@ -79,3 +79,9 @@ demo test bench chaos bench-peers bench-sustained bench-horizon:
 	bash test/run.sh $@ $(PG)
 test-all:
 	bash test/every_major.sh
+
+# The PGXN release zip $(EXTENSION)-$(EXTVERSION).zip in the current directory: git archive of HEAD, META.json
+# checked against the PGXN Meta Spec and the control file (test/dist/make_dist.sh; test/dist/check.sh tests it).
+.PHONY: dist
+dist:
+	bash $(ck_srcdir)/test/dist/make_dist.sh $(ck_srcdir) $(EXTENSION) $(EXTVERSION)
