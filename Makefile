@@ -82,3 +82,9 @@ test-all:
 	bash test/every_major.sh
 test-packages:
 	bash test/package/run.sh $(PG)
+
+# The PGXN release zip $(EXTENSION)-$(EXTVERSION).zip in the current directory: git archive of HEAD, META.json
+# checked against the PGXN Meta Spec and the control file (test/dist/make_dist.sh; test/dist/check.sh tests it).
+.PHONY: dist
+dist:
+	bash $(ck_srcdir)/test/dist/make_dist.sh $(ck_srcdir) $(EXTENSION) $(EXTVERSION)
