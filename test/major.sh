@@ -23,13 +23,14 @@ if [[ $EUID -ne 0 ]]; then
     exit 2
 fi
 
-# What the root holds. The server and the build tools are needed; the rest serves suites that skip without it.
+# What the root holds. The server and the build tools are needed; the rest serves suites that skip without it
+# (build-essential and debhelper: make test-packages, whose dpkg-buildpackage checks the build dependencies).
 required=("postgresql-$major" "postgresql-server-dev-$major" g++ make)
 optional=("postgresql-$major-pgtap" libtap-parser-sourcehandler-pgtap-perl python3 python3-psycopg
     golang-go golang-github-jackc-pgx-v4-dev pgbouncer nodejs npm sqlsmith ca-certificates procps
     prometheus-postgres-exporter curl "postgresql-$major-cron"
     perl libipc-run-perl xz-utils liblz4-dev libzstd-dev libkrb5-dev libicu-dev
-    libcurl4-openssl-dev dpkg-dev debhelper postgresql-server-dev-all)
+    libcurl4-openssl-dev build-essential debhelper postgresql-server-dev-all)
 # sid holds no PostgreSQL 19 yet: the server and its client library come from experimental.
 [[ $suite != experimental ]] || required=($(server_packages "$major") "postgresql-server-dev-$major/experimental"
     libpq-dev/experimental g++ make)

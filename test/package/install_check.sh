@@ -72,5 +72,10 @@ expect "after the removal the server runs on (the same postmaster) and a call is
 expect "... the same postmaster, which no backend crash restarted" \
     "$(head -n 1 "$data/postmaster.pid"), $(grep -c 'terminated by signal' "$data/server.log")" "$postmaster, 0"
 
+expect "DROP EXTENSION needs no file of the removed package; the queue table stays" "$(sql fresh "
+    DROP EXTENSION concurrency_kit CASCADE;
+    SELECT (SELECT count(*) FROM pg_extension WHERE extname = 'concurrency_kit') || ' left, ' || to_regclass('jobs')")" \
+    "0 left, jobs"
+
 as_postgres "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null
 tap $? "the cluster stops"
