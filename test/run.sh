@@ -109,7 +109,7 @@ count_tap() {
 # suite NAME COUNTER CMD...: runs CMD (output shown and kept), adds its results to the totals; fails if any test failed.
 # A non-zero exit of CMD with no failing test line counts as one failure. Sets log_offset for show_failure.
 suite() {
-    local name=$1 counter=$2 out="$workdir/${1//\//_}.out" status=0 p f
+    local name=$1 counter=$2 out="$workdir/${1//\//_}.out" status=0 p f start=$SECONDS
     shift 2
     echo "== $name"
     log_offset=$(stat -c %s "$CK_SERVER_LOG")
@@ -121,7 +121,7 @@ suite() {
     fi
     passed=$((passed + p))
     failed=$((failed + f))
-    echo "-- $name: $p passed, $f failed"
+    echo "-- $name: $p passed, $f failed in $((SECONDS - start)) s"
     ((f == 0))
 }
 
