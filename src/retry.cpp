@@ -192,7 +192,16 @@ CK_FUNCTION(ck_retry)
             }
         }
         counters.retries++;
-        sleep_before_attempt(n + 1);
+        // Citus's detector can cancel this backend once more for the attempt just rolled back (its wait
+        // graph lags behind the workers' aborts): that cancel, landing in the pause, is spent; the caller's
+        // own cancel (no detector's mark) still ends the call.
+        try {
+            sleep_before_attempt(n + 1);
+        } catch (const ck::PgError &e) {
+            if (e.data()->sqlerrcode != ERRCODE_QUERY_CANCELED || !ck::citus_cancelled_for_deadlock())
+                throw;
+            roll_back(cxt, owner);
+        }
     }
     current_attempt = 0;
     ck::pg_call([] { SPI_finish(); });
