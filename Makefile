@@ -12,7 +12,7 @@ ck_sources   = $(patsubst $(ck_srcdir)/%,%,$(wildcard $(addprefix $(ck_srcdir)/,
 EXTVERSION  := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(ck_srcdir)/$(EXTENSION).control)
 
 MODULE_big   = $(EXTENSION)
-OBJS         = $(patsubst %.cpp,%.o,$(call ck_sources,src/*.cpp))
+OBJS         = $(patsubst %.cpp,%.o,$(call ck_sources,src/*.cpp src/*/*.cpp src/*/*/*.cpp))
 DATA         = $(call ck_sources,sql/$(EXTENSION)--*.sql sql/$(EXTENSION)--*.control)
 DOCS         = sql/postgres_exporter_queries.yaml
 
@@ -56,7 +56,7 @@ REGRESS     += not_valid_not_null loaded_module
 endif
 
 # PGXS tracks no header dependencies for C++: rebuild every object when a header changes.
-$(OBJS): $(wildcard $(ck_srcdir)/src/*.hpp)
+$(OBJS): $(wildcard $(ck_srcdir)/src/*.hpp $(ck_srcdir)/src/*/*.hpp $(ck_srcdir)/src/*/*/*.hpp)
 src/module.o: $(ck_srcdir)/$(EXTENSION).control
 
 # Out of tree, the objects' folders are made in the build directory (named absolutely: VPATH would find the

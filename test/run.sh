@@ -184,7 +184,7 @@ build_check() {
     local warnings
     warnings=$(grep -c 'warning:' "$workdir/build.out" || true)
     if ((warnings == 0)); then
-        echo "ok 1 - PostgreSQL $major: $(ls src/*.o | wc -l) objects compiled without a warning"
+        echo "ok 1 - PostgreSQL $major: $(find src -name "*.o" | wc -l) objects compiled without a warning"
     else
         echo "not ok 1 - PostgreSQL $major: the build printed $warnings warnings"
         grep -A3 'warning:' "$workdir/build.out" | sed 's/^/# /'
