@@ -39,6 +39,20 @@ server_packages() {
     fi
 }
 
+# recipe_fresh FILE RECIPE: FILE records RECIPE and is younger than CK_ROOT_MAX_DAYS days (7): what it marks, a
+# cached root or root tarball, was made by this recipe and recently enough to keep.
+recipe_fresh() {
+    [[ -f $1 && $(cat "$1") == "$2" && -z $(find "$1" -mtime "+${CK_ROOT_MAX_DAYS:-7}") ]]
+}
+
+# ensure_mmdebstrap: installs mmdebstrap when it is missing; prints why and fails when it cannot.
+ensure_mmdebstrap() {
+    command -v mmdebstrap >/dev/null && return
+    echo "== installing mmdebstrap" >&2
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q mmdebstrap; } >/dev/null 2>&1 ||
+        { echo "mmdebstrap could not be installed"; return 1; }
+}
+
 # in_root ROOT CMD...: CMD chrooted into ROOT with /dev, /proc, /dev/shm and /sys mounted in a private mount
 # namespace: the mounts vanish with it, whatever way the run ends.
 in_root() {

@@ -10,7 +10,6 @@ major=${1:-}
 mode=${2:-test}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 roots=${CK_ROOTS:-/var/cache/concurrency_kit/roots}
-max_days=${CK_ROOT_MAX_DAYS:-7}
 
 # shellcheck source=test/debian_root.sh
 source "$here/debian_root.sh"
@@ -71,8 +70,7 @@ borrow_pgtap() {
 }
 
 fresh() {
-    [[ -f $root/.ck-recipe && $(cat "$root/.ck-recipe") == "$recipe" ]] &&
-        [[ -z $(find "$root/.ck-recipe" -mtime "+$max_days") ]]
+    recipe_fresh "$root/.ck-recipe" "$recipe"
 }
 
 # remove DIR: a root's whole tree, but never through a mount point (a /dev bound in by a run killed half-way).
@@ -84,10 +82,7 @@ remove() {
 # (daemons kept from starting), then moved into place. Prints why on failure.
 make_root() {
     local new=$root.new log=$roots/pg$major.log
-    command -v mmdebstrap >/dev/null || {
-        echo "== installing mmdebstrap"
-        apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q mmdebstrap >/dev/null
-    } || { echo "mmdebstrap could not be installed"; return 1; }
+    ensure_mmdebstrap || return 1
     remove "$new"
     mkdir -p "$roots"
     echo "== making the $suite root for PostgreSQL $major in $root ($url)"

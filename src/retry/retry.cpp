@@ -97,6 +97,13 @@ void attempt(const char *sql, int level)
     });
 }
 
+// A 57014 that Citus's distributed deadlock detector caused (it marks the backend before it signals;
+// asking clears the mark).
+bool cancelled_by_citus_detector(const ErrorData *edata)
+{
+    return edata->sqlerrcode == ERRCODE_QUERY_CANCELED && ck::citus_cancelled_for_deadlock();
+}
+
 // After a failed attempt: roll the subtransaction (if still open) and the transaction back,
 // leaving a fresh transaction without a snapshot for the next attempt.
 void roll_back(MemoryContext cxt, ResourceOwner owner)
@@ -171,7 +178,7 @@ CK_FUNCTION(ck_retry)
             break;
         } catch (const ck::PgError &e) {
             ErrorData *edata = e.data();
-            if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && ck::citus_cancelled_for_deadlock())
+            if (cancelled_by_citus_detector(edata))
                 ck::pg_call([&] {
                     edata->sqlerrcode = ERRCODE_T_R_DEADLOCK_DETECTED;
                     edata->message = pstrdup("deadlock detected across Citus nodes");
@@ -198,7 +205,7 @@ CK_FUNCTION(ck_retry)
         try {
             sleep_before_attempt(n + 1);
         } catch (const ck::PgError &e) {
-            if (e.data()->sqlerrcode != ERRCODE_QUERY_CANCELED || !ck::citus_cancelled_for_deadlock())
+            if (!cancelled_by_citus_detector(e.data()))
                 throw;
             roll_back(cxt, owner);
         }

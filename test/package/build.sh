@@ -9,7 +9,8 @@ set -uo pipefail
 major=$1 out=$2 old_tar=${3:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 tree=$(cd "$here/../.." && pwd)
-version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$tree/concurrency_kit.control")
+control_version() { sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$1/concurrency_kit.control"; }   # control_version TREE
+version=$(control_version "$tree")
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 chmod 755 "$scratch"   # pg_buildext's test server runs as another user and reads the built package here
@@ -57,16 +58,15 @@ tap $((${#changed} > 0)) "the out-of-tree build wrote nothing into the source tr
 # What the package holds: the library with its magic block, the control files, every script of the tree.
 if [[ -n $deb ]]; then
     cp "$deb" "$out/"
-    contents=$(dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|')
-    sharedir=$(pg_config --sharedir 2>/dev/null || echo "/usr/share/postgresql/$major")
+    unpacked=$scratch/unpacked
+    dpkg-deb -x "$deb" "$unpacked"
     missing=()
     for f in "$src"/sql/concurrency_kit--*.sql "$src"/sql/concurrency_kit--*.control "$src/concurrency_kit.control"; do
-        grep -qx "/usr/share/postgresql/$major/extension/$(basename "$f")" <<<"$contents" || missing+=("$(basename "$f")")
+        [[ -f $unpacked/usr/share/postgresql/$major/extension/$(basename "$f") ]] || missing+=("$(basename "$f")")
     done
     tap $((${#missing[@]} > 0)) "the package holds the control file and all $(ls "$src"/sql/concurrency_kit--*.sql | wc -l) scripts of sql/"
     ((${#missing[@]} == 0)) || echo "# missing: ${missing[*]}"
-    dpkg-deb -x "$deb" "$scratch/unpacked"
-    so=$scratch/unpacked/usr/lib/postgresql/$major/lib/concurrency_kit.so
+    so=$unpacked/usr/lib/postgresql/$major/lib/concurrency_kit.so
     magic=$(nm -D "$so" 2>/dev/null | grep -c ' T Pg_magic_func$')
     tap $((magic != 1)) "the package's concurrency_kit.so has PostgreSQL's magic block"
 fi
@@ -77,5 +77,5 @@ if [[ -n $old_tar ]]; then
     tar -xf "$old_tar" -C "$scratch/old"
     rm -rf "$out/old"
     make -C "$scratch/old" -j"$(nproc)" install DESTDIR="$out/old" >"$out/old.log" 2>&1
-    tap $? "the older release ($(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$scratch/old/concurrency_kit.control")) built from source"
+    tap $? "the older release ($(control_version "$scratch/old")) built from source"
 fi

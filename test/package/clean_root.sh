@@ -13,13 +13,11 @@ debian_suite "$major" || { echo "no Debian suite known for PostgreSQL $major"; e
 tarball=$roots/clean-pg$major.tar
 include=$(server_packages "$major")
 recipe="suite=$suite sources=${sources[*]} include=$include rev=1"
-if [[ -f $tarball && $(cat "$tarball.recipe" 2>/dev/null) == "$recipe" &&
-    -z $(find "$tarball.recipe" -mtime "+${CK_ROOT_MAX_DAYS:-7}") ]]; then
+if [[ -f $tarball ]] && recipe_fresh "$tarball.recipe" "$recipe"; then
     echo "$tarball"
     exit 0
 fi
-command -v mmdebstrap >/dev/null || { apt-get update -q && apt-get install -y -q mmdebstrap; } >/dev/null 2>&1 ||
-    { echo "mmdebstrap could not be installed"; exit 3; }
+ensure_mmdebstrap || exit 3
 mkdir -p "$roots"
 log=$roots/clean-pg$major.log
 if ! mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' --include="${include// /,}" \
