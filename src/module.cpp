@@ -3,10 +3,10 @@
 #include "base/citus.hpp"
 #include "locks/lock_namespace.hpp"
 #include "base/plan_cache.hpp"
-#include "queue/queue_activity.hpp"
-#include "queue/queue_frontier.hpp"
-#include "queue/queue_plan.hpp"
-#include "queue/queue_wakeup.hpp"
+#include "queue/signal/activity.hpp"
+#include "queue/signal/frontier.hpp"
+#include "queue/store/plans.hpp"
+#include "queue/signal/wakeup.hpp"
 
 extern "C" {
 #if PG_VERSION_NUM >= 180000

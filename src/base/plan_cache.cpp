@@ -35,7 +35,7 @@ namespace {
 struct PlanKeyHash {
     size_t operator()(const PlanKey &k) const
     {
-        uint32 h = hash_bytes_uint32(k.relid) ^ (static_cast<uint32>(k.kind) << 24) ^ k.key_type;
+        uint32 h = hash_bytes_uint32(k.relid) ^ (static_cast<uint32>(k.kind.number) << 24) ^ hash_bytes_uint32(static_cast<uint32>(reinterpret_cast<uintptr_t>(k.kind.family))) ^ k.key_type;
         h = hash_combine(h, hash_bytes(reinterpret_cast<const unsigned char *>(NameStr(k.column)),
                                        static_cast<int>(std::strlen(NameStr(k.column)))));
         h = hash_combine(h, hash_bytes(reinterpret_cast<const unsigned char *>(NameStr(k.key_column)),
@@ -46,12 +46,12 @@ struct PlanKeyHash {
 };
 
 struct Entry {
-    Prepared prepared;
+    std::unique_ptr<Prepared> prepared;
     bool valid = true;
 };
 
 std::unordered_map<PlanKey, Entry, PlanKeyHash> plans;
-std::vector<SPIPlanPtr> retired;   // replaced while an execution was under way
+std::vector<std::unique_ptr<Prepared>> retired;   // replaced while a caller may still hold them
 uint64_t generation = 0;
 int stale_entries = 0;
 
@@ -81,13 +81,15 @@ void plan_cache_sweep()
 {
     if (stale_entries == 0 && retired.empty())
         return;
-    for (SPIPlanPtr plan : retired)
-        free_plan(plan);
+    for (auto &old : retired) {
+        free_plan(old->plan);
+        free_plan(old->each_plan);
+    }
     retired.clear();
     for (auto it = plans.begin(); it != plans.end();) {
         if (!it->second.valid) {
-            free_plan(it->second.prepared.plan);
-            free_plan(it->second.prepared.each_plan);
+            free_plan(it->second.prepared->plan);
+            free_plan(it->second.prepared->each_plan);
             it = plans.erase(it);
         } else {
             ++it;
@@ -101,7 +103,7 @@ const Prepared *plan_cache_lookup(const PlanKey &key)
     auto it = plans.find(key);
     if (it == plans.end() || !it->second.valid)
         return nullptr;
-    return &it->second.prepared;
+    return it->second.prepared.get();
 }
 
 uint64_t plan_cache_generation()
@@ -109,22 +111,20 @@ uint64_t plan_cache_generation()
     return generation;
 }
 
-const Prepared &plan_cache_store(const PlanKey &key, Prepared &&prepared, uint64_t built_at)
+const Prepared &plan_cache_store(const PlanKey &key, std::unique_ptr<Prepared> prepared, uint64_t built_at)
 {
     auto [it, inserted] = plans.try_emplace(key);
     Entry &entry = it->second;
     if (!inserted) {
-        // A stale entry: a caller may still hold it and run its plan, freed by the sweep.
-        retired.push_back(entry.prepared.plan);
-        if (entry.prepared.each_plan != nullptr)
-            retired.push_back(entry.prepared.each_plan);
+        // A stale entry: a caller may still hold it and run its plan; the sweep frees both.
+        retired.push_back(std::move(entry.prepared));
         stale_entries--;
     }
     entry.prepared = std::move(prepared);
     entry.valid = (built_at == generation);
     if (!entry.valid)
         stale_entries++;
-    return entry.prepared;
+    return *entry.prepared;
 }
 
 void plan_cache_init()

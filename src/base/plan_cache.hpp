@@ -5,71 +5,26 @@
 #include "base/pg.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace ck {
 
-enum class StatementKind : uint8_t {
-    Decrement,
-    Increment,
-    Transition,
-    ReadAsText,      // the current value of a column, for the messages of raising forms
-    QueueConfig,     // a queue's row of ck.queues
-    Enqueue,
-    EnqueueKeyed,    // the same with a concurrency key
-    EnqueueUnique,   // with a unique key (and maybe a concurrency key): nothing when a job holds the key
-    FindUnique,      // the job holding a unique key
-    WindowTake,      // a unique key's time window in ck.unique_windows: taken, or nothing
-    WindowHolder,    // the job that took a key's window
-    WindowSetJob,
-    WindowPurge,     // a few of the queue's windows that have ended
-    SlotPeek,        // a key's free slots, read without a lock (no row: no limit, or new)
-    SlotLock,        // a limited concurrency key's slot row, locked: its free slots (no row: no limit, or new)
-    SlotCreate,      // the row of a key seen for the first time, at its limit (none without a limit)
-    SlotDecrement,
-    SlotIncrement,
-    Park,            // a job of a full key: held back at run_at 'infinity'
-    HandOver,        // a departed job's slot to the oldest parked job of its key, back at its own run_at
-    UnparkJob,       // a parked job that got its key's slot (a dependant ready at last, a guess settled)
-    Cancel,          // a job -> dead letters, with the reason cancelled
-    EnqueueWaiting,  // a job that waits for others (maybe with keys): parked, its count in waiting_for
-    DepLock,         // the listed jobs still in the queue, locked FOR KEY SHARE
-    DepMark,         // ... and marked as having dependants
-    DepDead,         // the first of the listed jobs that is a dead letter, and why
-    DepEdges,        // a dependant's rows of ck.job_dependencies
-    DepDeparted,     // a job with dependants left: its row of ck.dependency_departures
-    DepNext,         // the next departure to resolve, locked (others' skipped)
-    DepAny,          // whether the queue has a departure to resolve
-    DepTake,         // a batch of a departure's edges, removed
-    DepDone,         // a departure without edges left
-    DepRelease,      // dependants counted down (ready at zero when they have no concurrency key)
-    DepBury,         // dependants -> dead letters, with the reason
-    Claim,           // the whole claim index in order
-    ClaimFrom,       // the known priorities in order, each from its frontier
-    ClaimFromOne,    // the same for a queue of one known priority, without the loop over arrays
-    Priorities,      // a queue's distinct priorities (a loose scan)
-    Heads,           // the first claimable job of each given priority, unlocked (the periodic full claim)
-    Bury,            // expired jobs on their last attempt -> dead letters
-    Complete,
-    CompleteMany,
-    FailLock,
-    FailRetry,
-    FailDead,
-    ExtendLease,
-    RetryDead,
-    PurgeDead,
-    Stats,
-    NextDue,         // the earliest future run_at of a queue (a schedule or a lease end)
-    NextDueOf,       // the same over given priorities
-    NamespaceLookup,
-    NamespaceRegister,
-    VersionUpdate,   // ck.update_if_version: one plan per table and set of changed columns
-    ReadVersion,     // a row's current version, for the stale error
-    LockRows,        // ck.lock_rows: one plan per table, key type and mode
-    Distribution,    // a queue's row of ck.distributed_queues (queue_distributed.cpp)
-    DistributionOf,  // the distribution of one queue, or none: cached per queue
-    ShardCall,       // a ck function run on one shard of a distributed queue (key_type: the function)
+// A statement's kind: a value of some capability's own enum (this cache knows none of them).
+// The enum's type is part of the kind, so two capabilities' enums never meet.
+template <typename E>
+inline const char statement_family = 0;
+
+struct StatementKind {
+    const void *family;
+    uint16_t number;
+
+    template <typename E>
+    constexpr StatementKind(E kind) : family(&statement_family<E>), number(static_cast<uint16_t>(kind))
+    {
+    }
+    bool operator==(const StatementKind &o) const { return family == o.family && number == o.number; }
 };
 
 struct PlanKey {
@@ -84,34 +39,25 @@ struct PlanKey {
     bool operator==(const PlanKey &o) const;
 };
 
-// A kept plan and what messages about its table need.
+// A kept plan and what messages about its table need. A capability that keeps more beside
+// its plans (a queue's settings, a distribution's shards) derives from it: prepare_once<T>.
 struct Prepared {
     SPIPlanPtr plan = nullptr;
+    SPIPlanPtr each_plan = nullptr;   // a second plan of the same call, run once per row of the first
     std::string table;        // bare name
     std::string qualified;    // schema.name
     std::string column;
     std::string key_column;
     Oid key_type = InvalidOid;
-    // queue statements: the queue's settings from ck.queues
-    int32 max_attempts = 0;
-    Interval lease{};
-    BlockNumber planned_blocks = 0;   // the claim: the queue's size when it was planned
-    Oid dead_letters = InvalidOid;    // the queue's dead-letter table
-    bool has_dependencies = false;    // the queue has the columns of dependencies (0.3.1)
-    mutable bool planned = false;     // its generic plan has been made (see queue.cpp)
-    bool by_id = false;               // every read of the queue is by id (queue_plan.hpp)
-    // ck.lock_rows on a Citus table: its waits may be on other nodes; on a distributed table
-    // each_plan locks one key, run for each row (key) of plan
-    bool citus = false;
-    SPIPlanPtr each_plan = nullptr;
-    // distributed queues (DistributionOf): per shard, its value of column part and its name
-    std::vector<int32> parts;
-    std::vector<std::string> shards;
-    mutable size_t next_shard = 0;    // where this backend's next claim starts
+
+    Prepared() = default;
+    Prepared(Prepared &&) = default;
+    Prepared &operator=(Prepared &&) = default;
+    virtual ~Prepared() = default;
 };
 
-// The valid entry for key, or nullptr. An entry, once returned, stays where it is (rebuilt in
-// place after an invalidation) and its plans stay allocated until plan_cache_sweep.
+// The valid entry for key, or nullptr. An entry, once returned, stays valid until
+// plan_cache_sweep (one rebuilt after an invalidation is a new object; the old one is retired).
 const Prepared *plan_cache_lookup(const PlanKey &key);
 
 // Frees the plans and entries invalidation retired. run_boundary calls it at the start of an
@@ -122,19 +68,20 @@ void plan_cache_sweep();
 // already stale, so the next call rebuilds it.
 uint64_t plan_cache_generation();
 
-const Prepared &plan_cache_store(const PlanKey &key, Prepared &&prepared, uint64_t generation);
+const Prepared &plan_cache_store(const PlanKey &key, std::unique_ptr<Prepared> prepared, uint64_t generation);
 
 // Registers the relcache callback; called once from _PG_init.
 void plan_cache_init();
 
-// Look up, or build with build() (which returns a Prepared with a kept plan) and keep.
-template <typename Build>
-const Prepared &prepare_once(const PlanKey &key, Build &&build)
+// Look up, or build with build() (which returns a T, a Prepared with a kept plan) and keep.
+// Every key of a kind is built by one capability as one type T.
+template <typename T = Prepared, typename Build>
+const T &prepare_once(const PlanKey &key, Build &&build)
 {
     if (const Prepared *p = plan_cache_lookup(key))
-        return *p;
+        return static_cast<const T &>(*p);
     uint64_t generation = plan_cache_generation();
-    return plan_cache_store(key, build(), generation);
+    return static_cast<const T &>(plan_cache_store(key, std::make_unique<T>(build()), generation));
 }
 
 } // namespace ck

@@ -54,14 +54,20 @@ void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
         pending.clear();   // conservative: look them up again
 }
 
-const Prepared &statement(StatementKind kind)
+// The statements of this file (plan_cache.hpp).
+enum class Statement : uint8_t {
+    NamespaceLookup,
+    NamespaceRegister,
+};
+
+const Prepared &statement(Statement kind)
 {
     PlanKey key(kind, InvalidOid, InvalidOid, "", nullptr);
     // Every name is schema-qualified: these functions run with the caller's search_path.
     return prepare_once(key, [&] {
         Prepared p;
         Oid types[1] = {TEXTOID};
-        const char *sql = kind == StatementKind::NamespaceLookup
+        const char *sql = kind == Statement::NamespaceLookup
             ? "SELECT id FROM ck.lock_namespaces WHERE name OPERATOR(pg_catalog.=) $1"
             : "INSERT INTO ck.lock_namespaces (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id";
         p.plan = pg_call([&] { return prepare_kept(sql, 1, types); });
@@ -70,7 +76,7 @@ const Prepared &statement(StatementKind kind)
 }
 
 // Runs the lookup or the registration of name; true with *number when a row came back.
-bool run(StatementKind kind, const char *name, int32 *number, Snap snap)
+bool run(Statement kind, const char *name, int32 *number, Snap snap)
 {
     Datum values[1] = {pg_call([&] { return PointerGetDatum(cstring_to_text(name)); })};
     if (execute_plan(statement(kind).plan, values, nullptr, snap) == 0)
@@ -133,12 +139,12 @@ int32 lock_namespace_register(const char *name)
     spi_connect();
     // Look first (no write for a known name); register if missing; a concurrent first use
     // that won the insert is found by the second look (READ COMMITTED sees it once committed).
-    bool found = run(StatementKind::NamespaceLookup, name, &number, Snap::Fresh);
+    bool found = run(Statement::NamespaceLookup, name, &number, Snap::Fresh);
     if (!found) {
         // The insert waits for a concurrent, uncommitted registration of the same name, as
         // long as lock_timeout allows.
         try {
-            found = run(StatementKind::NamespaceRegister, name, &number, Snap::Fresh);
+            found = run(Statement::NamespaceRegister, name, &number, Snap::Fresh);
         } catch (const PgError &e) {
             ErrorData *edata = e.data();
             if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
@@ -150,7 +156,7 @@ int32 lock_namespace_register(const char *name)
                 });
             throw;
         }
-        found = found || run(StatementKind::NamespaceLookup, name, &number, Snap::Fresh);
+        found = found || run(Statement::NamespaceLookup, name, &number, Snap::Fresh);
     }
     spi_finish();
     if (!found)
@@ -171,7 +177,7 @@ int32 lock_namespace_find(const char *name)
     spi_connect();
     // The latest snapshot, under REPEATABLE READ too: a name registered since this
     // transaction began (by a migration, say) exists.
-    if (!run(StatementKind::NamespaceLookup, name, &number, Snap::Latest)) {
+    if (!run(Statement::NamespaceLookup, name, &number, Snap::Latest)) {
         std::string closest = closest_name(key);
         std::string create = pg_call([&] { return quote_literal_cstr(name); });
         std::string guess = closest.empty() ? "" : fmt("Did you mean \"%s\"? ", closest.c_str());

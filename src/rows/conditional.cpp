@@ -23,7 +23,14 @@ namespace {
 using ck::ColumnRef;
 using ck::require_arg;
 using ck::Prepared;
-using ck::StatementKind;
+
+// The statements of this file, each planned per table and column (plan_cache.hpp).
+enum class Statement : uint8_t {
+    Decrement,
+    Increment,
+    Transition,
+    ReadAsText,   // the current value of a column, for the messages of raising forms
+};
 using ck::TableRef;
 
 // What the SQL-level arguments say, read before any C++ object exists.
@@ -91,7 +98,7 @@ int64 counter_max(Oid type)
 
 // Builds the statement for kind on the call's table, validating every argument: the column
 // before the key, so that a 0.x call (table, column, key) with a text key is told the 1.0 order.
-Prepared build(const ck::PlanKey &key, const Call &call)
+Prepared build(Statement kind, const Call &call)
 {
     struct Resolved {
         TableRef table;
@@ -107,9 +114,9 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         r.key = ck::key_column_ref(r.table, call.key_column);
         r.key_param = ck::key_param_type(r.key, call.key_type);
         r.key_match = ck::key_match_sql(r.key, r.key_param, 1);
-        r.column_eq = key.kind == StatementKind::Transition ? ck::equality_operator_sql(r.column.type) : nullptr;
+        r.column_eq = kind == Statement::Transition ? ck::equality_operator_sql(r.column.type) : nullptr;
     });
-    bool counter = key.kind == StatementKind::Decrement || key.kind == StatementKind::Increment;
+    bool counter = kind == Statement::Decrement || kind == Statement::Increment;
     int64 max = counter_max(r.column.base_type);
     if (counter && max == 0)
         throw ck::Error(ERRCODE_DATATYPE_MISMATCH,
@@ -128,12 +135,12 @@ Prepared build(const ck::PlanKey &key, const Call &call)
     std::string sql;
     Oid types[3] = {r.key_param, INT8OID, INT8OID};
     int nargs = 2;
-    switch (key.kind) {
-    case StatementKind::Decrement:
+    switch (kind) {
+    case Statement::Decrement:
         // $2 is the amount; the condition lives in the same statement as the change.
         sql = set_where + col + CK_OP("-") "$2" + where + " AND " + col + CK_OP(">=") "$2" + returning;
         break;
-    case StatementKind::Increment:
+    case Statement::Increment:
         // $3 is the upper bound less the amount (the caller computed it without overflow), NULL
         // without a bound; the column type's maximum bounds it too (LEAST skips a NULL), so
         // the sum always fits the column.
@@ -141,7 +148,7 @@ Prepared build(const ck::PlanKey &key, const Call &call)
               std::to_string(max) + "::pg_catalog.int8" CK_OP("-") "$2)" + returning;
         nargs = 3;
         break;
-    case StatementKind::Transition:
+    case Statement::Transition:
         // $2 is the new state and $3 the one the row must be in, both as text.
         sql = set_where + "$2::" + r.column.type_sql + where + " AND " + col + " " + r.column_eq + " $3::" +
               r.column.type_sql;
@@ -149,7 +156,7 @@ Prepared build(const ck::PlanKey &key, const Call &call)
         types[2] = TEXTOID;
         nargs = 3;
         break;
-    case StatementKind::ReadAsText:
+    case Statement::ReadAsText:
         sql = "SELECT " + col + "::pg_catalog.text FROM " + r.table.rows_sql + where;
         nargs = 1;
         break;
@@ -163,10 +170,10 @@ Prepared build(const ck::PlanKey &key, const Call &call)
 
 // The plan for kind, cached by the key's type as the call gives it (unknown for a literal);
 // a literal key is then read as the type the plan takes.
-const Prepared &prepared(StatementKind kind, Call &call)
+const Prepared &prepared(Statement kind, Call &call)
 {
     ck::PlanKey key(kind, call.relid, call.key_type, call.column, call.key_column);
-    const Prepared &p = ck::prepare_once(key, [&] { return build(key, call); });
+    const Prepared &p = ck::prepare_once(key, [&] { return build(kind, call); });
     ck::resolve_key(p, &call.key, &call.key_type);
     return p;
 }
@@ -174,7 +181,7 @@ const Prepared &prepared(StatementKind kind, Call &call)
 // The row's current value of the column as text; false when there is no such row.
 bool current_value(Call &call, std::string *value)
 {
-    const Prepared &read = prepared(StatementKind::ReadAsText, call);
+    const Prepared &read = prepared(Statement::ReadAsText, call);
     Datum values[1] = {call.key};
     // A fresh snapshot: the UPDATE may have waited for a concurrent change and seen the new
     // row version; the message must report that version, not the one the call began with.
@@ -193,30 +200,30 @@ std::string row_label(const Prepared &p, const Call &call)
 
 // A counter function: how it is called (for the 42703 of a 0.x call) and its try_ form.
 struct Counter {
-    StatementKind kind;
+    Statement kind;
     const char *column_hint;
     const char *try_hint;     // on the raising form's errors; nullptr: this is the try_ form
     bool v0 = false;          // the 0.x function: (tbl, col, key, ...), numeric bound and result
 };
 
-constexpr Counter try_decrement{StatementKind::Decrement,
+constexpr Counter try_decrement{Statement::Decrement,
                                 "1.0 takes the key before the column: ck.try_decrement(table, key, column, amount).",
                                 nullptr};
-constexpr Counter decrement{StatementKind::Decrement,
+constexpr Counter decrement{Statement::Decrement,
                             "1.0 takes the key before the column: ck.decrement(table, key, column, amount).",
                             "ck.try_decrement returns NULL instead of raising."};
-constexpr Counter try_increment{StatementKind::Increment,
+constexpr Counter try_increment{Statement::Increment,
                                 "1.0 takes the key before the column: ck.try_increment(table, key, column, amount, "
                                 "upper_bound).",
                                 nullptr};
-constexpr Counter increment{StatementKind::Increment,
+constexpr Counter increment{Statement::Increment,
                             "1.0 takes the key before the column: ck.increment(table, key, column, amount, "
                             "upper_bound).",
                             "ck.try_increment returns NULL instead of raising."};
-constexpr Counter try_decrement_v0{StatementKind::Decrement, nullptr, nullptr, true};
-constexpr Counter decrement_v0{StatementKind::Decrement, nullptr, "", true};
-constexpr Counter try_increment_v0{StatementKind::Increment, nullptr, nullptr, true};
-constexpr Counter increment_v0{StatementKind::Increment, nullptr, "", true};
+constexpr Counter try_decrement_v0{Statement::Decrement, nullptr, nullptr, true};
+constexpr Counter decrement_v0{Statement::Decrement, nullptr, "", true};
+constexpr Counter try_increment_v0{Statement::Increment, nullptr, nullptr, true};
+constexpr Counter increment_v0{Statement::Increment, nullptr, "", true};
 
 // The upper bound of a 0.x increment, numeric: NULL (no bound but the column type's) for one
 // no bigint reaches ('Infinity', 'NaN', which sorts above every number, 1e100), false when no
@@ -240,7 +247,7 @@ bool bound_v0(Numeric bound, int64 *limit, bool *none)
 // upper_bound 4 (increment), key_column last.
 Datum change_counter(FunctionCallInfo fcinfo, const Counter &f)
 {
-    bool increment = f.kind == StatementKind::Increment;
+    bool increment = f.kind == Statement::Increment;
     Call call = read_call(fcinfo, f.v0 ? 2 : 1, f.v0 ? 1 : 2, increment ? 5 : 4);
     call.column_hint = f.column_hint;
     call.amount = read_amount(fcinfo, 3);
@@ -308,7 +315,7 @@ Datum change_state(FunctionCallInfo fcinfo, bool raise)
     call.to_value = PG_GETARG_DATUM(4);
 
     ck::spi_connect();
-    const Prepared &p = prepared(StatementKind::Transition, call);
+    const Prepared &p = prepared(Statement::Transition, call);
     Datum values[3] = {call.key, call.to_value, call.from_value};
     bool changed = ck::execute_plan(p.plan, values, nullptr) == 1;
     if (changed || !raise) {

@@ -65,12 +65,20 @@ struct Call {
 
 // The plan, cached by the keys' type as the call gives it (unknown for a literal); a literal is
 // then read as the array type the plan takes.
-const ck::Prepared &prepared(Call &call)
+// ck.lock_rows' one statement (plan_cache.hpp), and what a Citus table needs beside it: its
+// waits may be on other nodes; on a distributed table each_plan locks one key, run for each
+// row (key) of plan.
+enum class Statement : uint8_t { LockRows };
+struct LockPlan : ck::Prepared {
+    bool citus = false;
+};
+
+const LockPlan &prepared(Call &call)
 {
     std::string variant = std::string(call.mode->name) + (call.ms == 0 ? " nowait" : "");
-    ck::PlanKey key(ck::StatementKind::LockRows, call.relid, call.keys_type, variant.c_str(), call.key_column);
-    const ck::Prepared &prepared = ck::prepare_once(key, [&] {
-        ck::Prepared p;
+    ck::PlanKey key(Statement::LockRows, call.relid, call.keys_type, variant.c_str(), call.key_column);
+    const LockPlan &prepared = ck::prepare_once<LockPlan>(key, [&] {
+        LockPlan p;
         ck::pg_call([&] {
             ck::TableRef t = ck::table_ref(call.relid);
             ck::ColumnRef k = ck::key_column_ref(t, call.key_column);
@@ -151,7 +159,7 @@ uint64 run_bounded(SPIPlanPtr plan, Datum *values, int bound_ms)
 // On a Citus table: the statement, or on a distributed table one statement per key in key
 // order, each bounded by what is left of ms (ms < 0: by lock_timeout, as a local wait is;
 // ms = 0: NOWAIT, in the statement).
-uint64 lock_on_citus(const ck::Prepared &p, Datum *values, int ms)
+uint64 lock_on_citus(const LockPlan &p, Datum *values, int ms)
 {
     ck::PlanExecution executing;
     return ck::pg_call([&] {
@@ -205,7 +213,7 @@ CK_FUNCTION(ck_lock_rows)
                         "", "Pass the keys as an array: ARRAY[1, 2] or '{A1,B2}'.");
 
     ck::spi_connect();
-    const ck::Prepared &p = prepared(call);
+    const LockPlan &p = prepared(call);
     if (ck::pg_call([&] { return array_contains_nulls(DatumGetArrayTypeP(call.keys)); }))
         throw ck::Error(ERRCODE_NULL_VALUE_NOT_ALLOWED, "keys must not contain NULL",
                         "A NULL key matches no row: the lock it asks for would silently not be taken.");

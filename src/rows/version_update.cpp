@@ -18,7 +18,12 @@ extern "C" {
 namespace {
 
 using ck::Prepared;
-using ck::StatementKind;
+
+// The statements of this file (plan_cache.hpp).
+enum class Statement : uint8_t {
+    VersionUpdate,   // one plan per table and set of changed columns
+    ReadVersion,     // a row's current version, for the stale error
+};
 
 struct Call {
     Oid relid;
@@ -96,7 +101,7 @@ const char *set_item(const ck::TableRef &table, const char *name, AttrNumber key
                     quote_literal_cstr(name), c.type_sql);
 }
 
-Prepared build(const Call &call, StatementKind kind)
+Prepared build(const Call &call, Statement kind)
 {
     struct Resolved {
         ck::TableRef table;
@@ -131,7 +136,7 @@ Prepared build(const Call &call, StatementKind kind)
     std::string v = r.version.sql;
     std::string sql;
     int nargs = 3;
-    if (kind == StatementKind::VersionUpdate) {
+    if (kind == Statement::VersionUpdate) {
         sql = std::string("UPDATE ") + r.table.rows_sql + " SET " + r.sets + v + " = " + v + CK_OP("+") "1 WHERE " +
               r.key_match + " AND " + v + CK_OP("=") "$2 RETURNING " + v + "::pg_catalog.int8";
     } else {
@@ -145,10 +150,10 @@ Prepared build(const Call &call, StatementKind kind)
 
 // The plan, cached by the key's type as the call gives it (unknown for a literal); a literal
 // key is then read as the type the plan takes.
-const Prepared &prepared(Call &call, StatementKind kind)
+const Prepared &prepared(Call &call, Statement kind)
 {
     ck::PlanKey key(kind, call.relid, call.key_type, call.version_col, call.key_column,
-                    kind == StatementKind::VersionUpdate ? call.columns : std::string());
+                    kind == Statement::VersionUpdate ? call.columns : std::string());
     const Prepared &p = ck::prepare_once(key, [&] { return build(call, kind); });
     ck::resolve_key(p, &call.key, &call.key_type);
     return p;
@@ -167,7 +172,7 @@ Datum update_if_version(FunctionCallInfo fcinfo, bool raise)
 {
     Call call = read_call(fcinfo);
     ck::spi_connect();
-    const Prepared &p = prepared(call, StatementKind::VersionUpdate);
+    const Prepared &p = prepared(call, Statement::VersionUpdate);
     Datum values[3] = {call.key, Int64GetDatum(call.version), JsonbPGetDatum(call.changes)};
     int64 version = 0;
     if (ck::execute_plan(p.plan, values, nullptr) == 1) {
@@ -183,7 +188,7 @@ Datum update_if_version(FunctionCallInfo fcinfo, bool raise)
     // A fresh snapshot: the UPDATE may have waited for the writer that made it stale; the
     // message reports the version that writer left.
     const char *hint = "ck.try_update_if_version returns NULL instead of raising.";
-    const Prepared &read = prepared(call, StatementKind::ReadVersion);
+    const Prepared &read = prepared(call, Statement::ReadVersion);
     std::string key = ck::key_text(call.key, call.key_type);
     if (ck::execute_plan(read.plan, values, nullptr, ck::Snap::Fresh) == 0)
         ck::raise_no_such_row(p, key, hint);

@@ -16,8 +16,9 @@
 // ck.attach_queue_shard), a unique or concurrency key's hash names it (so that the shard's
 // unique index and limits hold for the whole queue), other jobs go to the shards in turn.
 #include "base/args.hpp"
-#include "queue/queue_distributed.hpp"
-#include "queue/queue_wakeup.hpp"
+#include "queue/engine/distributed.hpp"
+#include "queue/engine/wait.hpp"
+#include "queue/signal/wakeup.hpp"
 #include "base/relation.hpp"
 #include "base/spi.hpp"
 
@@ -42,9 +43,16 @@ namespace ck {
 
 namespace {
 
+// The statements of this file (plan_cache.hpp).
+enum class DistributedStatement : uint8_t {
+    Lookup,   // a queue's row of ck.distributed_queues
+    Of,       // the distribution of one queue, or none: cached per queue
+    Call,     // a ck function run on one shard of a distributed queue (key_type: the function)
+};
+
 // The queue's row of ck.distributed_queues, if that table exists (a library newer than the
 // installed SQL has none).
-bool read_distribution(Oid queue, Prepared *into)
+bool read_distribution(Oid queue, Distribution *into)
 {
     bool exists = pg_call([] {
         Oid ck = get_namespace_oid("ck", true);
@@ -52,7 +60,7 @@ bool read_distribution(Oid queue, Prepared *into)
     });
     if (!exists)
         return false;
-    PlanKey key(StatementKind::Distribution, InvalidOid, InvalidOid, "", nullptr);
+    PlanKey key(DistributedStatement::Lookup, InvalidOid, InvalidOid, "", nullptr);
     const Prepared &p = prepare_once(key, [] {
         Prepared lookup;
         Oid types[1] = {REGCLASSOID};
@@ -96,9 +104,9 @@ bool read_distribution(Oid queue, Prepared *into)
 
 // The statement that runs ck function fn on one shard of the queue d: $1 the shard's part, $2
 // its name, then fn's arguments after the queue.
-const Prepared &shard_call(const Prepared &d, Oid queue, Oid fn)
+const Prepared &shard_call(const Distribution &d, Oid queue, Oid fn)
 {
-    PlanKey key(StatementKind::ShardCall, queue, fn, "", nullptr);
+    PlanKey key(DistributedStatement::Call, queue, fn, "", nullptr);
     return prepare_once(key, [&] {
         Prepared p;
         p.plan = pg_call([&] {
@@ -130,7 +138,7 @@ const Prepared &shard_call(const Prepared &d, Oid queue, Oid fn)
 
 // Runs fn on shard `shard` of d with args (fn's arguments after the queue; nargs of them).
 // The rows are in SPI_tuptable; returns their count.
-uint64 run_on_shard(const Prepared &d, Oid queue, Oid fn, size_t shard, const Datum *args, const bool *nulls, int nargs)
+uint64 run_on_shard(const Distribution &d, Oid queue, Oid fn, size_t shard, const Datum *args, const bool *nulls, int nargs)
 {
     const Prepared &p = shard_call(d, queue, fn);
     Datum values[FUNC_MAX_ARGS + 1];
@@ -146,7 +154,7 @@ uint64 run_on_shard(const Prepared &d, Oid queue, Oid fn, size_t shard, const Da
 }
 
 // The same with the caller's own arguments.
-uint64 run_call_on_shard(FunctionCallInfo fcinfo, const Prepared &d, size_t shard)
+uint64 run_call_on_shard(FunctionCallInfo fcinfo, const Distribution &d, size_t shard)
 {
     Datum args[FUNC_MAX_ARGS];
     bool nulls[FUNC_MAX_ARGS];
@@ -179,7 +187,7 @@ Datum return_row(FunctionCallInfo fcinfo)
     });
 }
 
-size_t shard_of_id(const Prepared &d, int64 id)
+size_t shard_of_id(const Distribution &d, int64 id)
 {
     int64 n = static_cast<int64>(d.parts.size());
     return static_cast<size_t>((id % n + n) % n);
@@ -200,7 +208,7 @@ Oid ck_function(const char *name, std::initializer_list<Oid> args)
 // Claims up to batch jobs into out: from the shard that last gave this backend work, then,
 // only while they come back short, from the next ones, once around at most (skipping `skip`,
 // a shard just claimed from). Returns how many.
-uint64 claim_round(const Prepared &d, Oid queue, int32 batch, Interval *lease, ReturnSetInfo *out,
+uint64 claim_round(const Distribution &d, Oid queue, int32 batch, Interval *lease, ReturnSetInfo *out,
                    size_t skip = SIZE_MAX)
 {
     Oid claim = ck_function("claim", {REGCLASSOID, INT4OID, INTERVALOID});
@@ -237,25 +245,27 @@ size_t enqueues = 0;
 
 } // namespace
 
-const Prepared *queue_distribution(Oid queue)
+const Distribution *queue_distribution(Oid queue)
 {
-    PlanKey key(StatementKind::DistributionOf, queue, InvalidOid, "", nullptr);
-    const Prepared &p = prepare_once(key, [&] {
-        Prepared d;
+    PlanKey key(DistributedStatement::Of, queue, InvalidOid, "", nullptr);
+    const Distribution &p = prepare_once<Distribution>(key, [&] {
+        Distribution d;
         read_distribution(queue, &d);
         return d;
     });
     return p.parts.empty() ? nullptr : &p;
 }
 
-Datum distributed_by_id(FunctionCallInfo fcinfo, const Prepared &d)
+namespace {
+
+Datum distributed_by_id(FunctionCallInfo fcinfo, const Distribution &d)
 {
     require_arg(fcinfo, 1, "id");
     run_call_on_shard(fcinfo, d, shard_of_id(d, PG_GETARG_INT64(1)));
     return return_row(fcinfo);
 }
 
-Datum distributed_enqueue(FunctionCallInfo fcinfo, const Prepared &d, int key_argno, int concurrency_argno, int after_argno)
+Datum distributed_enqueue(FunctionCallInfo fcinfo, const Distribution &d, int key_argno, int concurrency_argno, int after_argno)
 {
     bool keyed = !PG_ARGISNULL(key_argno);
     bool limited = PG_NARGS() > concurrency_argno && !PG_ARGISNULL(concurrency_argno);
@@ -276,7 +286,7 @@ Datum distributed_enqueue(FunctionCallInfo fcinfo, const Prepared &d, int key_ar
     return return_row(fcinfo);
 }
 
-Datum distributed_claim(FunctionCallInfo fcinfo, const Prepared &d, int32 batch, Interval *lease, ReturnSetInfo *out)
+Datum distributed_claim(FunctionCallInfo fcinfo, const Distribution &d, int32 batch, Interval *lease, ReturnSetInfo *out)
 {
     claim_round(d, PG_GETARG_OID(0), batch, lease, out);
     return (Datum) 0;
@@ -285,30 +295,18 @@ Datum distributed_claim(FunctionCallInfo fcinfo, const Prepared &d, int32 batch,
 // Sleeps on the queue's condition variable, which enqueues through this coordinator broadcast
 // on; jobs that come due on a worker (a schedule, a retry, a lease end) are seen by the look
 // after each nap of at most a second (polling every 10 to 200 ms without the library preloaded).
-Datum distributed_claim_wait(FunctionCallInfo fcinfo, const Prepared &d, int32 batch, Interval *lease,
+Datum distributed_claim_wait(FunctionCallInfo fcinfo, const Distribution &d, int32 batch, Interval *lease,
                              TimestampTz deadline, ReturnSetInfo *out)
 {
     Oid queue = PG_GETARG_OID(0);
-    bool on_commit = pg_call([] { return queue_wakeup_active(); });
-    long poll_ms = 10;
-    for (;;) {
-        pg_call([&] { queue_wait_prepare(queue); });
-        if (claim_round(d, queue, batch, lease, out) > 0)
-            break;
-        TimestampTz now = GetCurrentTimestamp();
-        if (now >= deadline)
-            break;
-        long nap_ms = static_cast<long>(std::min<TimestampTz>((deadline - now + 999) / 1000, on_commit ? 1000 : poll_ms));
-        poll_ms = std::min(poll_ms * 2, 200L);
-        pg_call([&] { queue_wait_sleep(std::max(nap_ms, 1L)); });
-    }
-    pg_call([] { queue_wait_cancel(); });
+    wait_for_jobs(queue, deadline, [&] { return claim_round(d, queue, batch, lease, out) > 0; },
+                  [](TimestampTz now) { return now + USECS_PER_SEC; });
     return (Datum) 0;
 }
 
 // The completion and the first claim in one call on the job's shard; other shards only when
 // that one comes back short.
-Datum distributed_complete_and_claim(FunctionCallInfo fcinfo, const Prepared &d, int32 batch, Interval *lease,
+Datum distributed_complete_and_claim(FunctionCallInfo fcinfo, const Distribution &d, int32 batch, Interval *lease,
                                      ReturnSetInfo *out)
 {
     require_arg(fcinfo, 1, "id");
@@ -320,7 +318,7 @@ Datum distributed_complete_and_claim(FunctionCallInfo fcinfo, const Prepared &d,
     return (Datum) 0;
 }
 
-Datum distributed_complete_many(FunctionCallInfo fcinfo, const Prepared &d)
+Datum distributed_complete_many(FunctionCallInfo fcinfo, const Distribution &d)
 {
     Oid queue = PG_GETARG_OID(0);
     ReturnSetInfo *out = pg_call([&] { return begin_result_set(fcinfo); });
@@ -363,7 +361,7 @@ Datum distributed_complete_many(FunctionCallInfo fcinfo, const Prepared &d)
 
 // Counts summed over the shards; the oldest ready job is the oldest of any shard, and ready
 // is estimated when it is on any shard.
-Datum distributed_stats(FunctionCallInfo fcinfo, const Prepared &d)
+Datum distributed_stats(FunctionCallInfo fcinfo, const Distribution &d)
 {
     int64 counts[5] = {0, 0, 0, 0, 0};
     Interval oldest{};
@@ -402,7 +400,7 @@ Datum distributed_stats(FunctionCallInfo fcinfo, const Prepared &d)
     });
 }
 
-Datum distributed_purge_dead(FunctionCallInfo fcinfo, const Prepared &d)
+Datum distributed_purge_dead(FunctionCallInfo fcinfo, const Distribution &d)
 {
     int64 purged = 0;
     for (size_t shard = 0; shard < d.parts.size(); shard++) {
@@ -411,6 +409,31 @@ Datum distributed_purge_dead(FunctionCallInfo fcinfo, const Prepared &d)
         purged += DatumGetInt64(result_datum(0, 1, &isnull));
     }
     PG_RETURN_INT64(purged);
+}
+
+} // namespace
+
+Datum distributed_call(FunctionCallInfo fcinfo, const Distribution &d, const Route &r)
+{
+    switch (r.kind) {
+    case Route::Kind::ById:
+        return distributed_by_id(fcinfo, d);
+    case Route::Kind::Enqueue:
+        return distributed_enqueue(fcinfo, d, r.key_argno, r.concurrency_argno, r.after_argno);
+    case Route::Kind::Claim:
+        return distributed_claim(fcinfo, d, r.batch, r.lease, r.out);
+    case Route::Kind::ClaimWait:
+        return distributed_claim_wait(fcinfo, d, r.batch, r.lease, r.deadline, r.out);
+    case Route::Kind::CompleteAndClaim:
+        return distributed_complete_and_claim(fcinfo, d, r.batch, r.lease, r.out);
+    case Route::Kind::CompleteMany:
+        return distributed_complete_many(fcinfo, d);
+    case Route::Kind::Stats:
+        return distributed_stats(fcinfo, d);
+    case Route::Kind::PurgeDead:
+        return distributed_purge_dead(fcinfo, d);
+    }
+    return (Datum) 0;
 }
 
 } // namespace ck

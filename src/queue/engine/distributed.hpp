@@ -5,33 +5,47 @@
 
 #include "base/plan_cache.hpp"
 
+#include <string>
+#include <vector>
+
 namespace ck {
+
+// A distributed queue's shards: per shard, its value of column part and its name.
+struct Distribution : Prepared {
+    std::vector<int32> parts;
+    std::vector<std::string> shards;
+    mutable size_t next_shard = 0;   // where this backend's next claim starts
+};
 
 // The distribution of queue, or nullptr for a queue of this node (and on every install
 // without Citus): looked up once per backend and queue, then one hash lookup per call; dropped
 // with the queue's relcache entry, which ck.distribute_queue invalidates. Inside SPI.
-const Prepared *queue_distribution(Oid queue);
+const Distribution *queue_distribution(Oid queue);
 
-// The calls on a distributed queue, each given the coordinator's fcinfo (its first argument
-// the queue) and returning what the function returns. Inside SPI.
+// How a call on a distributed queue goes to its shards; the coordinator's fcinfo (its first
+// argument the queue) is passed on, and the function's own result returned.
+struct Route {
+    enum class Kind {
+        ById,               // complete, fail, extend_lease, cancel, retry_dead: the shard argument 1 (an id) names
+        Enqueue,            // enqueue, enqueue_unique: the shard a key hashes to, else the next in turn
+        Claim,              // claim: jobs from one shard, the next ones only when it comes back short
+        ClaimWait,          // claim_wait: the same, sleeping in between (engine/wait.hpp)
+        CompleteAndClaim,   // the job's shard first
+        CompleteMany,       // one call per shard the ids name
+        Stats,              // queue_stats: every shard, summed
+        PurgeDead,          // purge_dead: every shard, summed
+    };
+    Kind kind;
+    int key_argno = -1;           // Enqueue: the unique_key argument (-1: none)
+    int concurrency_argno = -1;   // ... the concurrency_key argument
+    int after_argno = -1;         // ... the after argument (-1: none)
+    int32 batch = 0;              // the claims: the batch, the lease, where rows go, until when
+    Interval *lease = nullptr;
+    ReturnSetInfo *out = nullptr;
+    TimestampTz deadline = 0;
+};
 
-// complete, fail, extend_lease, cancel, retry_dead: on the shard the id (argument 1) names.
-Datum distributed_by_id(FunctionCallInfo fcinfo, const Prepared &d);
-// enqueue and enqueue_unique (key_argno: their unique_key argument, concurrency_argno their
-// concurrency_key): on the shard a key hashes to, else the next shard in turn.
-Datum distributed_enqueue(FunctionCallInfo fcinfo, const Prepared &d, int key_argno, int concurrency_argno,
-                          int after_argno);
-// claim, claim_wait and complete_and_claim: jobs from one shard, the next ones tried only when
-// it comes back short.
-Datum distributed_claim(FunctionCallInfo fcinfo, const Prepared &d, int32 batch, Interval *lease, ReturnSetInfo *out);
-Datum distributed_claim_wait(FunctionCallInfo fcinfo, const Prepared &d, int32 batch, Interval *lease,
-                             TimestampTz deadline, ReturnSetInfo *out);
-Datum distributed_complete_and_claim(FunctionCallInfo fcinfo, const Prepared &d, int32 batch, Interval *lease,
-                                     ReturnSetInfo *out);
-// complete_many: one call per shard the ids name.
-Datum distributed_complete_many(FunctionCallInfo fcinfo, const Prepared &d);
-// queue_stats and purge_dead: every shard, summed.
-Datum distributed_stats(FunctionCallInfo fcinfo, const Prepared &d);
-Datum distributed_purge_dead(FunctionCallInfo fcinfo, const Prepared &d);
+// Runs the call on the distributed queue d by route r. Inside SPI.
+Datum distributed_call(FunctionCallInfo fcinfo, const Distribution &d, const Route &r);
 
 } // namespace ck

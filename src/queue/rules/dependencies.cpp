@@ -8,15 +8,15 @@
 // - A departure's edges are final once it is recorded, and only the holder of its row in
 //   ck.dependency_departures (FOR UPDATE SKIP LOCKED) takes them: each edge is counted once.
 // - Dependants are counted down in id order, so two releases never deadlock.
-#include "queue/queue_dependencies.hpp"
+#include "queue/rules/dependencies.hpp"
 #include "base/args.hpp"
-#include "queue/queue.hpp"
-#include "queue/queue_activity.hpp"
-#include "queue/queue_frontier.hpp"
-#include "queue/queue_key.hpp"
-#include "queue/queue_limits.hpp"
-#include "queue/queue_plan.hpp"
-#include "queue/queue_wakeup.hpp"
+#include "queue/store/statements.hpp"
+#include "queue/signal/activity.hpp"
+#include "queue/signal/frontier.hpp"
+#include "queue/store/place.hpp"
+#include "queue/store/rights.hpp"
+#include "queue/rules/limits.hpp"
+#include "queue/signal/wakeup.hpp"
 #include "base/spi.hpp"
 
 extern "C" {
@@ -66,9 +66,8 @@ void bury(Oid queue, const int64 *ids, int n, const char *reason)
 {
     Datum values[2] = {id_array(ids, n), pg_call([&] { return PointerGetDatum(cstring_to_text(reason)); })};
     DeadDepartures dead(reason);
-    const Prepared &p = queue_statement(StatementKind::DepBury, queue);
-    plan_queue_statement(p, queue);   // each job looked up by id, whatever the last ANALYZE saw
-    execute_plan(p.plan, values, nullptr, Snap::Fresh);
+    const QueuePlan &p = queue_statement(QueueStatement::DepBury, queue);
+    queue_execute(p, queue, values, nullptr, Snap::Fresh);
     bool isnull;
     count_at_commit(queue, Activity::Buried, static_cast<uint64>(DatumGetInt64(result_datum(0, 1, &isnull))));
 }
@@ -80,9 +79,8 @@ void release(Oid queue, const int64 *ids, int n)
     Datum values[2] = {id_array(ids, n), TimestampTzGetDatum(now)};
     // A snapshot taken now: a departure's trigger runs with its statement's, taken before it
     // waited for the enqueue of the dependants it is to count down.
-    const Prepared &p = queue_statement(StatementKind::DepRelease, queue);
-    plan_queue_statement(p, queue);   // each dependant looked up by id, whatever the last ANALYZE saw
-    uint64 rows = execute_plan(p.plan, values, nullptr, Snap::Fresh);
+    const QueuePlan &p = queue_statement(QueueStatement::DepRelease, queue);
+    uint64 rows = queue_execute(p, queue, values, nullptr, Snap::Fresh);
     // Those at zero with a concurrency key go to the key's limit after the rows are read.
     int keyed = 0;
     int64 *keyed_id = static_cast<int64 *>(pg_call([&] { return palloc(sizeof(int64) * (rows + 1)); }));
@@ -118,20 +116,20 @@ int resolve_batch_of(Oid queue)
     int budget = resolve_batch, resolved = 0;
     while (budget > 0) {
         // A snapshot taken now: departures and edges committed since the caller's began.
-        if (execute_plan(queue_statement(StatementKind::DepNext, queue).plan, q, nullptr, Snap::Fresh) == 0)
+        if (queue_execute(queue_statement(QueueStatement::DepNext, queue), queue, q, nullptr, Snap::Fresh) == 0)
             break;
         bool isnull, completed;
         int64 job = DatumGetInt64(result_datum(0, 1, &isnull));
         Datum failure = result_datum(0, 2, &completed);
         const char *reason = completed ? nullptr : dependant_reason(job, pg_call([&] { return TextDatumGetCString(failure); }));
         Datum take[3] = {q[0], Int64GetDatum(job), Int32GetDatum(budget)};
-        int n = static_cast<int>(execute_plan(queue_statement(StatementKind::DepTake, queue).plan, take, nullptr, Snap::Fresh));
+        int n = static_cast<int>(queue_execute(queue_statement(QueueStatement::DepTake, queue), queue, take, nullptr, Snap::Fresh));
         int64 *ids = static_cast<int64 *>(pg_call([&] { return palloc(sizeof(int64) * (n + 1)); }));
         for (int i = 0; i < n; i++)
             ids[i] = DatumGetInt64(result_datum(i, 1, &isnull));
         std::sort(ids, ids + n);
         if (n < budget)
-            execute_plan(queue_statement(StatementKind::DepDone, queue).plan, take, nullptr);
+            queue_execute(queue_statement(QueueStatement::DepDone, queue), queue, take, nullptr);
         budget -= std::max(n, 1);
         resolved += n;
         if (n == 0)
@@ -184,7 +182,7 @@ Waiting wait_for(Oid queue, const Dependencies &deps)
 {
     Waiting w;
     Datum listed[1] = {id_array(deps.id, deps.n)};
-    uint64 n = execute_plan(statement_by_id(StatementKind::DepLock, queue).plan, listed, nullptr);
+    uint64 n = queue_execute(queue_statement(QueueStatement::DepLock, queue), queue, listed, nullptr);
     w.id = static_cast<int64 *>(pg_call([&] { return palloc(sizeof(int64) * (n + 1)); }));
     bool unmarked = false;
     pg_call([&] {
@@ -195,16 +193,16 @@ Waiting wait_for(Oid queue, const Dependencies &deps)
             unmarked = unmarked || flag_null;
             // Claims skip a job while it is locked here: where the claim frontier must look
             // again once this transaction ends, whichever way.
-            JobKey at = job_key(r, 2, 1);
-            frontier_at_end(queue, at.priority, at.key);
+            JobPlace at = job_place(r, 2, 1);
+            frontier_at_end(queue, at.priority, at.place);
         }
     });
     if (unmarked) {
         Datum locked[1] = {id_array(w.id, w.n)};
-        execute_plan(statement_by_id(StatementKind::DepMark, queue).plan, locked, nullptr);
+        queue_execute(queue_statement(QueueStatement::DepMark, queue), queue, locked, nullptr);
     }
     if (static_cast<int>(n) < deps.n &&
-        execute_plan(queue_statement(StatementKind::DepDead, queue).plan, listed, nullptr, Snap::Fresh) == 1) {
+        queue_execute(queue_statement(QueueStatement::DepDead, queue), queue, listed, nullptr, Snap::Fresh) == 1) {
         bool isnull, no_error;
         int64 job = DatumGetInt64(result_datum(0, 1, &isnull));
         Datum error = result_datum(0, 2, &no_error);
@@ -220,7 +218,7 @@ void record_dependant(Oid queue, int64 id, const Waiting &w)
         return;
     }
     Datum edges[3] = {ObjectIdGetDatum(queue), id_array(w.id, w.n), Int64GetDatum(id)};
-    execute_plan(queue_statement(StatementKind::DepEdges, queue).plan, edges, nullptr);
+    queue_execute(queue_statement(QueueStatement::DepEdges, queue), queue, edges, nullptr);
 }
 
 bool resolve_after_claim(Oid queue, uint64 claimed)
@@ -229,11 +227,11 @@ bool resolve_after_claim(Oid queue, uint64 claimed)
     if ((claimed > 0 && ++claims % 64 != 0) || IsolationUsesXactSnapshot())
         return false;
     // A queue without the columns of dependencies (made before 0.3.1, not updated) has none.
-    if (!queue_statement(StatementKind::Claim, queue).has_dependencies)
+    if (!queue_statement(QueueStatement::Claim, queue).has_dependencies)
         return false;
     Datum q[1] = {ObjectIdGetDatum(queue)};
-    const Prepared &p = queue_statement(StatementKind::DepAny, queue);
-    if (execute_plan(p.plan, q, nullptr, Snap::Fresh) == 0)
+    const QueuePlan &p = queue_statement(QueueStatement::DepAny, queue);
+    if (queue_execute(p, queue, q, nullptr, Snap::Fresh) == 0)
         return false;
     // Counting dependants down and burying them takes the rights of a claim and of a burial; a
     // worker without them leaves it to others.
@@ -253,7 +251,7 @@ void dependency_left(Oid queue, Datum id)
     Datum values[3] = {ObjectIdGetDatum(queue), id,
                        dead_reason == nullptr ? 0 : pg_call([] { return PointerGetDatum(cstring_to_text(dead_reason)); })};
     char nulls[3] = {' ', ' ', dead_reason == nullptr ? 'n' : ' '};
-    execute_plan(queue_statement(StatementKind::DepDeparted, queue).plan, values, nulls);
+    queue_execute(queue_statement(QueueStatement::DepDeparted, queue), queue, values, nulls);
     if (departures_deferred())
         deferred = true;
     else if (resolving == 0)
@@ -261,35 +259,3 @@ void dependency_left(Oid queue, Datum id)
 }
 
 } // namespace ck
-
-// AFTER DELETE FOR EACH ROW WHEN (OLD.has_dependants) on every queue: the job left; its
-// departure is recorded (completed, or why not) and, unless a resolution is already running in
-// this backend (which picks it up), a batch is resolved now.
-CK_FUNCTION(ck_queue_dependency_left)
-{
-    struct Left {
-        Oid queue;
-        Datum id;
-    };
-    Left left = ck::pg_call([&] {
-        if (!CALLED_AS_TRIGGER(fcinfo))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queue_dependency_left must be called as a trigger")));
-        TriggerData *trigger = (TriggerData *) fcinfo->context;
-        if (!TRIGGER_FIRED_FOR_ROW(trigger->tg_event) || !TRIGGER_FIRED_BY_DELETE(trigger->tg_event))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queue_dependency_left must be an AFTER DELETE FOR EACH ROW trigger")));
-        Relation rel = trigger->tg_relation;
-        AttrNumber id = ck::job_column(RelationGetDescr(rel), "id", INT8OID);
-        bool isnull = true;
-        Datum value = id == InvalidAttrNumber ? 0 : heap_getattr(trigger->tg_trigtuple, id, RelationGetDescr(rel), &isnull);
-        if (isnull)
-            elog(ERROR, "queue \"%s\" has no job id", RelationGetRelationName(rel));
-        return Left{RelationGetRelid(rel), value};
-    });
-    ck::spi_connect();
-    ck::dependency_left(left.queue, left.id);
-    ck::spi_finish();
-    // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
-    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
-}

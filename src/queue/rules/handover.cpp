@@ -6,7 +6,9 @@
 // trigger but ck_changed (which does nothing under our own statements), and the caller allowed
 // to select and update the whole queue and to read ck.concurrency_slots (whose row policy then
 // shows every row of the queue). Anywhere else the statement runs (and raises what it raises).
-#include "queue/queue_limits.hpp"
+#include "queue/rules/handover.hpp"
+#include "queue/rules/limits.hpp"
+#include "queue/store/place.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -156,7 +158,7 @@ bool pick(Relation rel, Relation index, const Columns &c, Datum key, Snapshot sn
 }
 
 // The parked job unparked: ready from now, or from its own run_at if later.
-void unpark(ResultRelInfo *rri, EState *estate, const Columns &c, TupleTableSlot *locked, Datum now, JobKey *ready)
+void unpark(ResultRelInfo *rri, EState *estate, const Columns &c, TupleTableSlot *locked, Datum now, JobPlace *ready)
 {
     Relation rel = rri->ri_RelationDesc;
     TupleDesc desc = RelationGetDescr(rel);
@@ -166,20 +168,20 @@ void unpark(ResultRelInfo *rri, EState *estate, const Columns &c, TupleTableSlot
     memcpy(updated->tts_values, locked->tts_values, desc->natts * sizeof(Datum));
     memcpy(updated->tts_isnull, locked->tts_isnull, desc->natts * sizeof(bool));
     TimestampTz parked = DatumGetTimestampTz(locked->tts_values[c.parked - 1]);
-    ready->key.run_at = std::max(parked, DatumGetTimestampTz(now));
-    updated->tts_values[c.run_at - 1] = TimestampTzGetDatum(ready->key.run_at);
+    ready->place.run_at = std::max(parked, DatumGetTimestampTz(now));
+    updated->tts_values[c.run_at - 1] = TimestampTzGetDatum(ready->place.run_at);
     updated->tts_values[c.parked - 1] = (Datum) 0;
     updated->tts_isnull[c.parked - 1] = true;
     ExecStoreVirtualTuple(updated);
     ready->priority = DatumGetInt32(locked->tts_values[c.priority - 1]);
-    ready->key.id = DatumGetInt64(locked->tts_values[c.id - 1]);
+    ready->place.id = DatumGetInt64(locked->tts_values[c.id - 1]);
     ExecSimpleRelationUpdate(rri, estate, nullptr, locked, updated);
     ExecDropSingleTupleTableSlot(updated);
 }
 
 enum class InPlace { Handed, NotHanded, Statement };
 
-InPlace hand_over_c(Oid queue, Datum key, Datum now, JobKey *ready)
+InPlace hand_over_c(Oid queue, Datum key, Datum now, JobPlace *ready)
 {
     Oid slots_id = get_relname_relid("concurrency_slots", get_namespace_oid("ck", true));
     Oid user = GetUserId();
@@ -234,7 +236,7 @@ InPlace hand_over_c(Oid queue, Datum key, Datum now, JobKey *ready)
 int hand_over_in_place(Oid queue, Datum key, Datum now)
 {
     return pg_call([&] {
-        JobKey ready;
+        JobPlace ready;
         InPlace done = hand_over_c(queue, key, now, &ready);
         if (done == InPlace::Statement)
             return -1;

@@ -7,13 +7,13 @@
 // A departure that hands its slot straight to a parked job changes no count and takes no lock.
 // Under REPEATABLE READ an enqueue whose slot row changed since the transaction's snapshot fails
 // with 40001 at the lock; a departure reads the latest rows, whatever its snapshot.
-#include "queue/queue_limits.hpp"
+#include "queue/rules/limits.hpp"
 #include "base/boundary.hpp"
-#include "queue/queue.hpp"
-#include "queue/queue_plan.hpp"
-#include "queue/queue_frontier.hpp"
-#include "queue/queue_key.hpp"
-#include "queue/queue_wakeup.hpp"
+#include "queue/store/statements.hpp"
+#include "queue/rules/handover.hpp"
+#include "queue/signal/frontier.hpp"
+#include "queue/store/place.hpp"
+#include "queue/signal/wakeup.hpp"
 #include "base/spi.hpp"
 
 extern "C" {
@@ -82,10 +82,10 @@ int placed_inserts = 0;
 bool lock_slot(Oid queue, Datum key, int32 *free)
 {
     Datum slot[2] = {ObjectIdGetDatum(queue), key};
-    const Prepared &lock = queue_statement(StatementKind::SlotLock, queue);
-    if (execute_plan(lock.plan, slot, nullptr) == 0) {
-        execute_plan(queue_statement(StatementKind::SlotCreate, queue).plan, slot, nullptr);
-        if (execute_plan(lock.plan, slot, nullptr, Snap::Fresh) == 0)
+    const QueuePlan &lock = queue_statement(QueueStatement::SlotLock, queue);
+    if (queue_execute(lock, queue, slot, nullptr) == 0) {
+        queue_execute(queue_statement(QueueStatement::SlotCreate, queue), queue, slot, nullptr);
+        if (queue_execute(lock, queue, slot, nullptr, Snap::Fresh) == 0)
             return false;
     }
     bool isnull;
@@ -113,7 +113,7 @@ Placing place_job(Oid queue, Datum key, bool no_key, Datum run_at)
     if (!lock_slot(queue, key, &free))
         return p;   // the key has no limit
     if (free > 0)
-        execute_plan(queue_statement(StatementKind::SlotDecrement, queue).plan, slot, nullptr);
+        queue_execute(queue_statement(QueueStatement::SlotDecrement, queue), queue, slot, nullptr);
     else
         p = {TimestampTzGetDatum(DT_NOEND), run_at, ' '};
     return p;
@@ -123,7 +123,7 @@ Placing guess_placing(Oid queue, Datum key, Datum run_at)
 {
     Datum slot[2] = {ObjectIdGetDatum(queue), key};
     bool isnull;
-    if (execute_plan(queue_statement(StatementKind::SlotPeek, queue).plan, slot, nullptr) == 0 ||
+    if (queue_execute(queue_statement(QueueStatement::SlotPeek, queue), queue, slot, nullptr) == 0 ||
         DatumGetInt32(result_datum(0, 1, &isnull)) > 0)
         return {run_at, 0, 'n'};
     return {TimestampTzGetDatum(DT_NOEND), run_at, ' '};
@@ -141,24 +141,24 @@ void settle_placing(Oid queue, int64 id, Datum key, const Placing &guess)
         return;
     }
     Datum job[1] = {Int64GetDatum(id)};
-    execute_plan(statement_by_id(StatementKind::Park, queue).plan, job, nullptr);
+    queue_execute(queue_statement(QueueStatement::Park, queue), queue, job, nullptr);
 }
 
 void unpark_job(Oid queue, int64 id, Datum from, Snap snap)
 {
     Datum job[2] = {Int64GetDatum(id), from};
-    if (execute_plan(statement_by_id(StatementKind::UnparkJob, queue).plan, job, nullptr, snap) == 1)
+    if (queue_execute(queue_statement(QueueStatement::UnparkJob, queue), queue, job, nullptr, snap) == 1)
         made_ready(queue, 0);
 }
 
 void made_ready(Oid queue, uint64 row)
 {
-    pg_call([&] { job_made_ready(queue, job_key(row, 1, 3)); });
+    pg_call([&] { job_made_ready(queue, job_place(row, 1, 3)); });
 }
 
-void job_made_ready(Oid queue, const JobKey &at)
+void job_made_ready(Oid queue, const JobPlace &at)
 {
-    frontier_on_commit(queue, at.priority, at.key);
+    frontier_on_commit(queue, at.priority, at.place);
     queue_mark_ready(queue);
 }
 
@@ -171,10 +171,10 @@ void limits_on_insert(Oid queue, const KeyedJobs &jobs)
         if (!lock_slot(queue, jobs.key[i], &free))
             continue;   // the key has no limit
         if (free > 0 && !jobs.parked[i]) {
-            execute_plan(queue_statement(StatementKind::SlotDecrement, queue).plan, slot, nullptr);
+            queue_execute(queue_statement(QueueStatement::SlotDecrement, queue), queue, slot, nullptr);
         } else if (!jobs.held_back[i]) {   // a job loaded parked (a restore, a bulk load) needs no second version
             Datum id[1] = {Int64GetDatum(jobs.id[i])};
-            execute_plan(statement_by_id(StatementKind::Park, queue).plan, id, nullptr);
+            queue_execute(queue_statement(QueueStatement::Park, queue), queue, id, nullptr);
         }
     }
     spi_finish();
@@ -200,7 +200,7 @@ bool hand_to_parked(Oid queue, Datum key, Datum now)
     if (in_place >= 0)
         return in_place == 1;
     Datum hand[3] = {key, now, ObjectIdGetDatum(queue)};
-    if (execute_plan(statement_by_id(StatementKind::HandOver, queue).plan, hand, nullptr, Snap::Latest) == 0)
+    if (queue_execute(queue_statement(QueueStatement::HandOver, queue), queue, hand, nullptr, Snap::Latest) == 0)
         return false;
     made_ready(queue, 0);
     return true;
@@ -221,10 +221,10 @@ void hand_over_slot(Oid queue, Datum key)
     // The slot may be freed only with the row locked and the jobs read after that: an enqueue that
     // parked its job before the lock is seen and unparked.
     Datum slot[2] = {ObjectIdGetDatum(queue), key};
-    if (execute_plan(queue_statement(StatementKind::SlotLock, queue).plan, slot, nullptr, Snap::Latest) == 0)
+    if (queue_execute(queue_statement(QueueStatement::SlotLock, queue), queue, slot, nullptr, Snap::Latest) == 0)
         return;   // the key has no limit (or it was removed)
     if (!hand_to_parked(queue, key, now))
-        execute_plan(queue_statement(StatementKind::SlotIncrement, queue).plan, slot, nullptr, Snap::Latest);
+        queue_execute(queue_statement(QueueStatement::SlotIncrement, queue), queue, slot, nullptr, Snap::Latest);
 }
 
 } // namespace
@@ -256,38 +256,19 @@ void DeferredDepartures::hand_over()
     }
 }
 
-} // namespace ck
-
-// AFTER DELETE FOR EACH STATEMENT on every queue (REFERENCING OLD TABLE): each job of a limited
-// key that left the queue, unless it was parked, hands its slot to the oldest parked job of its
-// key (ready from now, or at its own run_at if later, once this commits), or frees it. After a
-// limit was lowered below the jobs already running (free < 0) a departure only gives its slot
-// back. With a DeferredDepartures in scope the keys are only noted, for its hand_over().
-CK_FUNCTION(ck_queue_left)
+void limits_on_delete(Oid queue, const KeyedJobs &jobs)
 {
-    struct Left {
-        Oid queue;
-        ck::KeyedJobs jobs;
-    };
-    Left left = ck::pg_call([&] {
-        if (!CALLED_AS_TRIGGER(fcinfo))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queue_left must be called as a trigger")));
-        TriggerData *trigger = (TriggerData *) fcinfo->context;
-        Relation rel = trigger->tg_relation;
-        return Left{RelationGetRelid(rel), ck::keyed_jobs(trigger->tg_oldtable, RelationGetDescr(rel), false)};
-    });
-    if (ck::departures_deferred()) {
-        for (int i = 0; i < left.jobs.n; i++)
-            if (!left.jobs.parked[i])   // a parked job held no slot
-                ck::defer_departure(left.queue, left.jobs.key[i]);
-    } else if (left.jobs.n > 0) {
-        ck::spi_connect();
-        for (int i = 0; i < left.jobs.n; i++)
-            if (!left.jobs.parked[i])
-                ck::hand_over_slot(left.queue, left.jobs.key[i]);
-        ck::spi_finish();
+    if (departures_deferred()) {
+        for (int i = 0; i < jobs.n; i++)
+            if (!jobs.parked[i])   // a parked job held no slot
+                defer_departure(queue, jobs.key[i]);
+    } else if (jobs.n > 0) {
+        spi_connect();
+        for (int i = 0; i < jobs.n; i++)
+            if (!jobs.parked[i])
+                hand_over_slot(queue, jobs.key[i]);
+        spi_finish();
     }
-    // A statement trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
-    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
 }
+
+} // namespace ck

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "base/pg.hpp"
-#include "queue/queue_key.hpp"
+#include "queue/store/place.hpp"
 #include "base/spi.hpp"
 
 extern "C" {
@@ -36,6 +36,10 @@ KeyedJobs keyed_jobs(Tuplestorestate *rows, TupleDesc desc, bool inserted);
 // SPI). Not for the jobs ck.enqueue inserts: it settles their slot first (below).
 void limits_on_insert(Oid queue, const KeyedJobs &jobs);
 
+// The departed jobs of a limited key hand their slots on (or note them, while a
+// DeferredDepartures is in scope). Outside pg_call.
+void limits_on_delete(Oid queue, const KeyedJobs &jobs);
+
 // Whether the rows being inserted are ck.enqueue's, their slots settled (a PlacedInserts is in
 // scope): then the insert trigger has nothing to read for the limits. Never raises.
 bool inserts_placed();
@@ -58,16 +62,11 @@ Placing place_job(Oid queue, Datum key, bool no_key, Datum run_at);
 Placing guess_placing(Oid queue, Datum key, Datum run_at);
 void settle_placing(Oid queue, int64 id, Datum key, const Placing &guess);
 
-// The hand-over's statement done with the access methods where that is its exact equal
-// (queue_handover.cpp): 1 when the oldest parked job of `key` took the slot, 0 when none did,
-// -1 when only the statement may do it. Outside pg_call.
-int hand_over_in_place(Oid queue, Datum key, Datum now);
-
 // A job just unparked is ready once this commits: claimers and the claim frontier learn it
 // (row `row` of the last SPI result: priority, run_at, id). Outside pg_call.
 void made_ready(Oid queue, uint64 row);
 // The same for a job whose place in the claim index is known. Plain C: inside pg_call.
-void job_made_ready(Oid queue, const JobKey &at);
+void job_made_ready(Oid queue, const JobPlace &at);
 
 // Parked job id, now holding its key's slot, ready from its own run_at or `from` if later.
 void unpark_job(Oid queue, int64 id, Datum from, Snap snap);

@@ -4,7 +4,7 @@
 // counters are atomics: a commit adds its counts without a lock. A transaction's counts wait
 // in the backend, by subtransaction level, until it commits; an aborted (sub)transaction's
 // are dropped. A prepared transaction's are counted at PREPARE (most are committed).
-#include "queue/queue_activity.hpp"
+#include "queue/signal/activity.hpp"
 #include "base/boundary.hpp"
 #include "base/shared_memory.hpp"
 #include "base/spi.hpp"

@@ -4,16 +4,16 @@
 // (its row was claimed, completed or moved by a committed transaction: never claimable again
 // by a later fresh snapshot), or it is a row some transaction in progress holds or is
 // inserting, or a job on its last attempt. So after a claim of priority p read from start to
-// its moment (or to its last claimed key), everything below that point is unclaimable for
+// its moment (or to its last claimed place), everything below that point is unclaimable for
 // every later claim, except rows that an unfinished transaction will make ready when it ends:
 // its inserts and retries when it commits, the rows it locked when it aborts. Those
 // transactions record where (frontier_on_commit, frontier_on_abort) and, once their end is
 // visible to new snapshots (the transaction callbacks run after ProcArrayEndTransaction),
-// lower the frontier to that key: a "lowering". A claim reads the lowering count (the epoch)
+// lower the frontier to that place: a "lowering". A claim reads the lowering count (the epoch)
 // before its snapshot; when it advances, it stops below every lowering counted since, which
 // its snapshot may not have seen (a small ring keeps the recent ones; past it, no advance).
-// A lowering whose key is still in the future when it happens is skipped (any claim that
-// could pass that key starts after it and sees the row), unless it brings a new priority.
+// A lowering whose place is still in the future when it happens is skipped (any claim that
+// could pass that place starts after it and sees the row), unless it brings a new priority.
 //
 // Plain SQL that updates or deletes jobs (a statement trigger sees it) makes the frontier start
 // over when its transaction ends. What no one records (rows locked by plain SELECT ... FOR
@@ -29,9 +29,9 @@
 // without a slot starts from the beginning of its index, so a frontier only ever holds what claims
 // learnt while it existed. Every backend that records attaches first (record), so no transaction
 // that makes jobs ready goes unrecorded once any claim reads a frontier.
-#include "queue/queue_frontier.hpp"
+#include "queue/signal/frontier.hpp"
 #include "base/boundary.hpp"
-#include "queue/queue_key.hpp"
+#include "queue/store/place.hpp"
 #include "base/shared_memory.hpp"
 #include "base/spi.hpp"
 
@@ -64,7 +64,7 @@ struct Lowering {
     uint64 epoch;
     bool reset;
     int32 priority;
-    FrontierKey key;
+    Place place;
 };
 
 struct Slot {
@@ -85,7 +85,7 @@ struct Slot {
     int32 pending[frontier_max_priorities + 1];
     int npriorities;
     int32 priority[frontier_max_priorities];
-    FrontierKey start[frontier_max_priorities];
+    Place start[frontier_max_priorities];
     TimestampTz bury_from;
     Lowering ring[ring_size];
 };
@@ -98,7 +98,7 @@ struct Shared {
 
 Shared *shared = nullptr;
 
-constexpr FrontierKey key_min{DT_NOBEGIN, PG_INT64_MIN};
+constexpr Place key_min{DT_NOBEGIN, PG_INT64_MIN};
 
 // Which slot this backend last found each queue in (checked under the slot's lock).
 constexpr int cache_size = 16;
@@ -169,7 +169,7 @@ int find_priority(const Slot *s, int32 priority)
 }
 
 // Adds a priority in order, starting at start; false when there is no room.
-bool add_priority(Slot *s, int32 priority, FrontierKey start)
+bool add_priority(Slot *s, int32 priority, Place start)
 {
     if (s->npriorities == frontier_max_priorities)
         return false;
@@ -183,18 +183,18 @@ bool add_priority(Slot *s, int32 priority, FrontierKey start)
     return true;
 }
 
-// Lowers the locked slot's frontier to key (or forgets it) and counts the lowering.
-void push(Slot *s, bool reset, int32 priority, FrontierKey key, TimestampTz now)
+// Lowers the locked slot's frontier to place (or forgets it) and counts the lowering.
+void push(Slot *s, bool reset, int32 priority, Place place, TimestampTz now)
 {
     // No view has read the latest entry's epoch yet: every claim that will check it checks
-    // this one too, so one of the same priority can take the lower key of both.
+    // this one too, so one of the same priority can take the lower place of both.
     Lowering &latest = s->ring[s->epoch % ring_size];
     if (s->epoch > 0 && s->viewed < s->epoch && !reset && !latest.reset && latest.priority == priority) {
-        if (key_less(key, latest.key))
-            latest.key = key;
+        if (place_less(place, latest.place))
+            latest.place = place;
     } else {
         s->epoch++;
-        s->ring[s->epoch % ring_size] = {s->epoch, reset, priority, key};
+        s->ring[s->epoch % ring_size] = {s->epoch, reset, priority, place};
     }
     if (reset) {
         s->known = false;
@@ -204,8 +204,8 @@ void push(Slot *s, bool reset, int32 priority, FrontierKey key, TimestampTz now)
         s->bury_from = DT_NOBEGIN;
         return;
     }
-    if (key.run_at < s->bury_from)
-        s->bury_from = key.run_at;
+    if (place.run_at < s->bury_from)
+        s->bury_from = place.run_at;
     if (!s->known) {
         bool seen = false;
         for (int i = 0; i < s->npending && !seen; i++)
@@ -216,30 +216,30 @@ void push(Slot *s, bool reset, int32 priority, FrontierKey key, TimestampTz now)
     }
     int i = find_priority(s, priority);
     if (i >= 0) {
-        if (key_less(key, s->start[i]))
-            s->start[i] = key;
-    } else if (!add_priority(s, priority, key)) {
+        if (place_less(place, s->start[i]))
+            s->start[i] = place;
+    } else if (!add_priority(s, priority, place)) {
         s->known = false;
         s->overflow_at = now;
     }
 }
 
-void lower(Oid queue, bool reset, int32 priority, FrontierKey key, TimestampTz now)
+void lower(Oid queue, bool reset, int32 priority, Place place, TimestampTz now)
 {
     if (Slot *s = lock_slot(queue, false, 0)) {
-        push(s, reset, priority, key, now);
+        push(s, reset, priority, place, now);
         SpinLockRelease(&s->mutex);
     }
 }
 
-// A job that becomes ready only later (its key lies in the future) needs no lowering, but
+// A job that becomes ready only later (its place lies in the future) needs no lowering, but
 // claims must know its priority: a priority the frontier does not know yet is added (and
 // counted, for a discovery under way), starting at the job.
-void learn_priority(Oid queue, int32 priority, FrontierKey key, TimestampTz now)
+void learn_priority(Oid queue, int32 priority, Place place, TimestampTz now)
 {
     if (Slot *s = lock_slot(queue, false, 0)) {
         if (!s->known || find_priority(s, priority) < 0)
-            push(s, false, priority, key, now);
+            push(s, false, priority, place, now);
         SpinLockRelease(&s->mutex);
     }
 }
@@ -253,7 +253,7 @@ struct Event {
     EventKind kind;
     int level;
     int32 priority;
-    FrontierKey key;
+    Place place;
 };
 // Room for a claim that takes jobs of every priority the frontier keeps: two events each (the
 // abort and the lease end), and as many for the inserts and retries of the same transaction.
@@ -262,7 +262,7 @@ Event events[max_events];
 int nevents = 0;
 bool events_overflow = false;   // some were lost: every frontier of this database is forgotten
 
-void record(EventKind kind, Oid queue, int32 priority, FrontierKey key)
+void record(EventKind kind, Oid queue, int32 priority, Place place)
 {
     // Every writer records, also one whose backend has not attached yet: a claim elsewhere may
     // already read from the frontier.
@@ -272,8 +272,8 @@ void record(EventKind kind, Oid queue, int32 priority, FrontierKey key)
     for (int i = 0; i < nevents; i++) {
         Event &e = events[i];
         if (e.queue == queue && e.kind == kind && e.level == level && (kind == EventKind::Reset || e.priority == priority)) {
-            if (key_less(key, e.key))
-                e.key = key;
+            if (place_less(place, e.place))
+                e.place = place;
             return;
         }
     }
@@ -281,7 +281,7 @@ void record(EventKind kind, Oid queue, int32 priority, FrontierKey key)
         events_overflow = true;
         return;
     }
-    events[nevents++] = {queue, kind, level, priority, key};
+    events[nevents++] = {queue, kind, level, priority, place};
 }
 
 void reset_database(TimestampTz now)
@@ -295,7 +295,7 @@ void reset_database(TimestampTz now)
 }
 
 // Applies the events of `kind` at `level` or deeper (all at top level) and drops the rest of
-// those levels. A lowering whose key is still in the future is not needed (see the top).
+// those levels. A lowering whose place is still in the future is not needed (see the top).
 void finish(EventKind applied, int level)
 {
     TimestampTz now = GetCurrentTimestamp();
@@ -310,10 +310,10 @@ void finish(EventKind applied, int level)
         bool applies = e.kind == applied || e.kind == EventKind::End ||
                        (e.kind == EventKind::Lease && applied == EventKind::Commit);
         bool committed = applied == EventKind::Commit && (e.kind == EventKind::Commit || e.kind == EventKind::End);
-        if (reset || (applies && e.key.run_at <= now))
-            lower(e.queue, reset, e.priority, e.key, now);
+        if (reset || (applies && e.place.run_at <= now))
+            lower(e.queue, reset, e.priority, e.place, now);
         else if (committed)
-            learn_priority(e.queue, e.priority, e.key, now);   // a job for later, maybe of a new priority
+            learn_priority(e.queue, e.priority, e.place, now);   // a job for later, maybe of a new priority
     }
     nevents = kept;
     if (level <= 1) {
@@ -440,7 +440,7 @@ Slot *lock_for_advance(Oid queue, const FrontierView &v)
 
 } // namespace
 
-void frontier_advance(Oid queue, const FrontierView &v, int32 priority, FrontierKey to)
+void frontier_advance(Oid queue, const FrontierView &v, int32 priority, Place to)
 {
     if (shared == nullptr)
         return;
@@ -452,11 +452,11 @@ void frontier_advance(Oid queue, const FrontierView &v, int32 priority, Frontier
         const Lowering &l = s->ring[e % ring_size];
         if (l.reset)
             ok = false;
-        else if (l.priority == priority && key_less(l.key, to))
-            to = l.key;
+        else if (l.priority == priority && place_less(l.place, to))
+            to = l.place;
     }
     int i = ok ? find_priority(s, priority) : -1;
-    if (i >= 0 && key_less(s->start[i], to))
+    if (i >= 0 && place_less(s->start[i], to))
         s->start[i] = to;
     SpinLockRelease(&s->mutex);
 }
@@ -473,8 +473,8 @@ void frontier_bury_advance(Oid queue, const FrontierView &v, TimestampTz to)
         const Lowering &l = s->ring[e % ring_size];
         if (l.reset)
             ok = false;
-        else if (l.key.run_at < to)
-            to = l.key.run_at;
+        else if (l.place.run_at < to)
+            to = l.place.run_at;
     }
     if (ok && s->bury_from < to)
         s->bury_from = to;
@@ -512,7 +512,7 @@ bool frontier_discovered(Oid queue, FrontierView *v, int n, const int32 *priorit
     return ok;
 }
 
-void frontier_check_claimed(Oid queue, int32 priority, FrontierKey key)
+void frontier_check_claimed(Oid queue, int32 priority, Place place)
 {
     if (shared == nullptr)
         return;
@@ -520,8 +520,8 @@ void frontier_check_claimed(Oid queue, int32 priority, FrontierKey key)
     if (s == nullptr)
         return;
     int i = find_priority(s, priority);
-    if (s->known && (i < 0 || key_less(key, s->start[i])))
-        push(s, false, priority, key, GetCurrentTimestamp());
+    if (s->known && (i < 0 || place_less(place, s->start[i])))
+        push(s, false, priority, place, GetCurrentTimestamp());
     SpinLockRelease(&s->mutex);
 }
 
@@ -552,7 +552,7 @@ void frontier_on_insert(TriggerData *trigger)
         if (null_p || null_r || null_i)
             frontier_reset_at_end(queue);
         else
-            frontier_on_commit(queue, DatumGetInt32(p), FrontierKey{DatumGetTimestampTz(r), DatumGetInt64(i)});
+            frontier_on_commit(queue, DatumGetInt32(p), Place{DatumGetTimestampTz(r), DatumGetInt64(i)});
     }
     tuplestore_select_read_pointer(rows, 0);
     ExecDropSingleTupleTableSlot(slot);
@@ -596,24 +596,24 @@ ClaimPath frontier_path(Oid queue)
     return {"discover", "the frontier was reset: the next claim finds the queue's priorities"};
 }
 
-void frontier_on_abort(Oid queue, int32 priority, FrontierKey key)
+void frontier_on_abort(Oid queue, int32 priority, Place place)
 {
-    record(EventKind::Abort, queue, priority, key);
+    record(EventKind::Abort, queue, priority, place);
 }
 
-void frontier_on_commit(Oid queue, int32 priority, FrontierKey key)
+void frontier_on_commit(Oid queue, int32 priority, Place place)
 {
-    record(EventKind::Commit, queue, priority, key);
+    record(EventKind::Commit, queue, priority, place);
 }
 
-void frontier_at_end(Oid queue, int32 priority, FrontierKey key)
+void frontier_at_end(Oid queue, int32 priority, Place place)
 {
-    record(EventKind::End, queue, priority, key);
+    record(EventKind::End, queue, priority, place);
 }
 
-void frontier_on_commit_lease(Oid queue, int32 priority, FrontierKey key)
+void frontier_on_commit_lease(Oid queue, int32 priority, Place place)
 {
-    record(EventKind::Lease, queue, priority, key);
+    record(EventKind::Lease, queue, priority, place);
 }
 
 void frontier_reset_at_end(Oid queue)
@@ -621,20 +621,12 @@ void frontier_reset_at_end(Oid queue)
     record(EventKind::Reset, queue, 0, key_min);
 }
 
-} // namespace ck
-
-// BEFORE UPDATE OR DELETE FOR EACH STATEMENT on every queue: a statement that is not one of
-// the extension's own (those record where their rows go) may move jobs below the frontier,
-// or lock rows that claims then pass, so the frontier starts over when its transaction ends.
-CK_FUNCTION(ck_queue_changed)
+void ready_again_on_abort(Oid queue, Datum id, int col)
 {
-    ck::pg_call([&] {
-        if (!CALLED_AS_TRIGGER(fcinfo))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queue_changed must be called as a trigger")));
-        if (ck::plans_executing() == 0)
-            ck::frontier_reset_at_end(RelationGetRelid(((TriggerData *) fcinfo->context)->tg_relation));
+    pg_call([&] {
+        JobPlace was = job_place(0, col, 0, id);
+        frontier_on_abort(queue, was.priority, was.place);
     });
-    // A statement trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
-    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
 }
+
+} // namespace ck

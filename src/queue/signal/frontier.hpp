@@ -4,28 +4,14 @@
 #pragma once
 
 #include "base/pg.hpp"
+#include "queue/store/place.hpp"
+#include "queue/store/statements.hpp"
 
 extern "C" {
 #include "commands/trigger.h"
 }
 
 namespace ck {
-
-// A position inside one priority of the claim index (priority, run_at, id).
-struct FrontierKey {
-    TimestampTz run_at;
-    int64 id;
-};
-
-// The order of the claim index within one priority.
-inline bool key_less(const FrontierKey &a, const FrontierKey &b)
-{
-    return a.run_at < b.run_at || (a.run_at == b.run_at && a.id < b.id);
-}
-
-// A priority the frontier knows costs a claim one index descent while it has no ready job
-// (ClaimFrom reads them in one statement): past this many, claims read the whole index.
-constexpr int frontier_max_priorities = 64;
 
 // How a claim runs, decided before its snapshot is taken.
 enum class ClaimMode {
@@ -44,7 +30,7 @@ struct FrontierView {
     uint64 resets = 0;       // resets counted so far; a discovery is void after another
     int npriorities = 0;
     int32 priority[frontier_max_priorities];
-    FrontierKey start[frontier_max_priorities];
+    Place start[frontier_max_priorities];
     TimestampTz bury_from = DT_NOBEGIN;   // expired leases below it were seen and not buriable
 };
 
@@ -60,7 +46,7 @@ FrontierView frontier_view(Oid queue, TimestampTz now);
 // After a claim of priority that read with a snapshot taken after view was read: every
 // entry of that priority below `to` is unclaimable, bar the rows of lowerings since. Same
 // for the burial and the leased entries below `to`.
-void frontier_advance(Oid queue, const FrontierView &view, int32 priority, FrontierKey to);
+void frontier_advance(Oid queue, const FrontierView &view, int32 priority, Place to);
 void frontier_bury_advance(Oid queue, const FrontierView &view, TimestampTz to);
 
 // Discovery (with a snapshot taken after view was read) found these priorities, ascending.
@@ -79,23 +65,28 @@ struct ClaimPath {
 };
 ClaimPath frontier_path(Oid queue);
 
-// The periodic full claim took a job at key: if the frontier would have missed it (its
-// priority unknown, or key below the priority's frontier), the frontier is lowered to it.
-void frontier_check_claimed(Oid queue, int32 priority, FrontierKey key);
+// The periodic full claim took a job at place: if the frontier would have missed it (its
+// priority unknown, or place below the priority's frontier), the frontier is lowered to it.
+void frontier_check_claimed(Oid queue, int32 priority, Place place);
 
-// From the queue's AFTER INSERT statement trigger: each inserted job is ready at its key once
+// From the queue's AFTER INSERT statement trigger: each inserted job is ready at its place once
 // this transaction commits (read from the transition table; without one, a reset). Raises
 // like pg_call's callees.
 void frontier_on_insert(TriggerData *trigger);
 
 // What this transaction did, applied when it ends. A row this (sub)transaction locked or
-// changed is ready again at key if it aborts; a row it made ready at key is ready once it
+// changed is ready again at place if it aborts; a row it made ready at place is ready once it
 // commits; a reset forgets the frontier whichever way it ends (the queue's settings changed,
 // jobs came in with no transition table to say where, plain SQL updated or deleted jobs).
-void frontier_on_abort(Oid queue, int32 priority, FrontierKey key);
-void frontier_on_commit(Oid queue, int32 priority, FrontierKey key);
-void frontier_at_end(Oid queue, int32 priority, FrontierKey key);           // either way
-void frontier_on_commit_lease(Oid queue, int32 priority, FrontierKey key);   // a claim's lease end
+void frontier_on_abort(Oid queue, int32 priority, Place place);
+void frontier_on_commit(Oid queue, int32 priority, Place place);
+void frontier_at_end(Oid queue, int32 priority, Place place);           // either way
+void frontier_on_commit_lease(Oid queue, int32 priority, Place place);   // a claim's lease end
 void frontier_reset_at_end(Oid queue);
+
+// After a statement that locked, changed or removed job id: if this transaction aborts, the
+// job is ready again where it was (columns col, col + 1 of the first result row: priority,
+// run_at). Outside pg_call.
+void ready_again_on_abort(Oid queue, Datum id, int col);
 
 } // namespace ck

@@ -1,11 +1,8 @@
 // Wake-up on commit for ck.claim_wait: shared condition variables, a per-transaction list
 // of queues to wake, and the trigger ck.queue_ready that every queue carries.
-#include "queue/queue_wakeup.hpp"
-#include "queue/queue_activity.hpp"
-#include "queue/queue_limits.hpp"
+#include "queue/signal/wakeup.hpp"
 #include "base/boundary.hpp"
 #include "base/shared_memory.hpp"
-#include "queue/queue_frontier.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -147,39 +144,3 @@ void queue_wait_cancel()
 }
 
 } // namespace ck
-
-// AFTER INSERT FOR EACH STATEMENT on every queue (REFERENCING NEW TABLE): the inserted jobs'
-// waiters wake at commit, the claim frontier learns where the jobs are, and jobs of a limited
-// concurrency key take a slot or are parked (queue_limits.cpp).
-CK_FUNCTION(ck_queue_ready)
-{
-    struct Inserted {
-        Oid queue;
-        ck::KeyedJobs keyed;
-    };
-    Inserted inserted = ck::pg_call([&] {
-        if (!CALLED_AS_TRIGGER(fcinfo))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queue_ready must be called as a trigger")));
-        TriggerData *trigger = (TriggerData *) fcinfo->context;
-        Oid queue = RelationGetRelid(trigger->tg_relation);
-        ck::queue_mark_ready(queue);
-        ck::frontier_on_insert(trigger);
-        if (trigger->tg_newtable != nullptr)
-            ck::count_at_commit(queue, ck::Activity::Enqueued, tuplestore_tuple_count(trigger->tg_newtable));
-        // ck.enqueue settled its job's slot before inserting it: no second pass over the rows.
-        if (ck::inserts_placed())
-            return Inserted{queue, ck::KeyedJobs{}};
-        return Inserted{queue, ck::keyed_jobs(trigger->tg_newtable, RelationGetDescr(trigger->tg_relation), true)};
-    });
-    if (inserted.keyed.n > 0)
-        ck::limits_on_insert(inserted.queue, inserted.keyed);
-    // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
-    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
-}
-
-// ck.claim_wait_mode(): 'commit' when waiters wake on commit, 'poll' otherwise.
-CK_FUNCTION(ck_claim_wait_mode)
-{
-    return ck::pg_call([&] { return PointerGetDatum(cstring_to_text(ck::queue_wakeup_active() ? "commit" : "poll")); });
-}

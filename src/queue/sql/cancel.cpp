@@ -5,13 +5,11 @@
 // A claim still in progress on the job holds its row: the cancel waits for it (bounded by
 // lock_timeout and statement_timeout, like any row lock) and then cancels what it leased.
 #include "base/args.hpp"
-#include "queue/queue.hpp"
-#include "queue/queue_activity.hpp"
-#include "queue/queue_dependencies.hpp"
-#include "queue/queue_distributed.hpp"
-#include "queue/queue_key.hpp"
-#include "queue/queue_plan.hpp"
-#include "base/spi.hpp"
+#include "queue/rules/dependencies.hpp"
+#include "queue/signal/activity.hpp"
+#include "queue/signal/frontier.hpp"
+#include "queue/sql/entry.hpp"
+#include "queue/store/statements.hpp"
 
 extern "C" {
 #include "utils/builtins.h"
@@ -24,26 +22,21 @@ CK_FUNCTION(ck_cancel)
     ck::require_arg(fcinfo, 1, "id");
     Oid queue = PG_GETARG_OID(0);
     Datum values[2] = {PG_GETARG_DATUM(1), TimestampTzGetDatum(GetCurrentTimestamp())};
-    ck::spi_connect();
-    if (const ck::Prepared *d = ck::queue_distribution(queue)) {
-        Datum result = ck::distributed_by_id(fcinfo, *d);
-        ck::spi_finish();
-        return result;
-    }
-    const ck::Prepared &p = ck::statement_by_id(ck::StatementKind::Cancel, queue);
-    const char *outcome = "gone";
-    uint64 n;
-    {
-        ck::DeadDepartures departing("cancelled");
-        n = ck::execute_plan(p.plan, values, nullptr);
-    }
-    if (n == 1) {
-        // If this transaction rolls back, the job is back where it was.
-        ck::ready_again_on_abort(queue, values[0], 2);
-        ck::count_at_commit(queue, ck::Activity::Cancelled);
-        bool isnull;
-        outcome = DatumGetBool(ck::result_datum(0, 1, &isnull)) ? "cancelling" : "cancelled";
-    }
-    ck::spi_finish();
-    PG_RETURN_TEXT_P(cstring_to_text(outcome));
+    return ck::on_queue(fcinfo, queue, ck::Route{ck::Route::Kind::ById}, [&]() -> Datum {
+        const ck::QueuePlan &p = ck::queue_statement(ck::QueueStatement::Cancel, queue);
+        const char *outcome = "gone";
+        uint64 n;
+        {
+            ck::DeadDepartures departing("cancelled");
+            n = ck::queue_execute(p, queue, values);
+        }
+        if (n == 1) {
+            // If this transaction rolls back, the job is back where it was.
+            ck::ready_again_on_abort(queue, values[0], 2);
+            ck::count_at_commit(queue, ck::Activity::Cancelled);
+            bool isnull;
+            outcome = DatumGetBool(ck::result_datum(0, 1, &isnull)) ? "cancelling" : "cancelled";
+        }
+        PG_RETURN_TEXT_P(cstring_to_text(outcome));
+    });
 }

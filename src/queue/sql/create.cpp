@@ -2,7 +2,7 @@
 // its indexes and triggers, and its row in ck.queues (ck.drop_queue is SQL). Also the trigger
 // that drops cached plans when a row of ck.queues changes.
 #include "base/args.hpp"
-#include "queue/queue_frontier.hpp"
+#include "queue/signal/frontier.hpp"
 #include "base/spi.hpp"
 
 extern "C" {
@@ -284,7 +284,6 @@ CK_FUNCTION(ck_create_queue)
     PG_RETURN_OID(relid);
 }
 
-
 // ck.adopt_queue(queue, lease, max_attempts, notify): a queue table left unregistered by DROP
 // EXTENSION concurrency_kit CASCADE and CREATE EXTENSION made a queue again. What the dropped
 // extension kept in its own tables is gone (limits, unique windows, dependencies, the lease token
@@ -375,25 +374,4 @@ CK_FUNCTION(ck_adopt_queue)
     });
     ck::spi_finish();
     PG_RETURN_OID(relid);
-}
-
-// AFTER UPDATE OR DELETE on ck.queues: plans built from the old settings are dropped, and so
-// is the claim frontier.
-CK_FUNCTION(ck_queues_changed)
-{
-    ck::pg_call([&] {
-        TriggerData *trigger = (TriggerData *) fcinfo->context;
-        if (!CALLED_AS_TRIGGER(fcinfo))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queues_changed must be called as a trigger")));
-        bool isnull;
-        Datum queue = heap_getattr(trigger->tg_trigtuple, 1, trigger->tg_relation->rd_att, &isnull);
-        Oid relid = DatumGetObjectId(queue);
-        if (!isnull && get_rel_relkind(relid) != '\0')
-            CacheInvalidateRelcacheByRelid(relid);
-        if (!isnull)
-            ck::frontier_reset_at_end(relid);   // e.g. a higher max_attempts makes skipped jobs claimable
-    });
-    // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
-    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
 }

@@ -2,15 +2,17 @@
 // statement in queue_sql.cpp for what is exact and what is estimated); ck.claim_frontier and
 // ck.claim_path.
 #include "base/args.hpp"
-#include "queue/queue.hpp"
-#include "queue/queue_distributed.hpp"
-#include "queue/queue_frontier.hpp"
+#include "queue/store/statements.hpp"
+#include "queue/signal/wakeup.hpp"
+#include "queue/sql/entry.hpp"
+#include "queue/signal/frontier.hpp"
 #include "base/spi.hpp"
 
 extern "C" {
 #include "access/relation.h"
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -53,37 +55,31 @@ CK_FUNCTION(ck_queue_stats)
 {
     ck::require_arg(fcinfo, 0, "queue");
     Oid queue = PG_GETARG_OID(0);
-    ck::spi_connect();
-    if (const ck::Prepared *d = ck::queue_distribution(queue)) {
-        Datum row = ck::distributed_stats(fcinfo, *d);
-        ck::spi_finish();
-        return row;
-    }
-    const ck::Prepared &p = ck::queue_statement(ck::StatementKind::Stats, queue);
-    bool known = false;
-    Datum values[1] = {Int64GetDatum(estimated_rows(queue, &known))};
-    uint64 rows = ck::execute_plan(p.plan, values, known ? nullptr : "n", ck::Snap::ReadOnly);
-    Datum row = ck::pg_call([&] {
-        if (rows != 1 || SPI_tuptable == nullptr)
-            elog(ERROR, "the statistics of queue \"%s\" came back as " UINT64_FORMAT " rows", get_rel_name(queue), rows);
-        TupleDesc desc;
-        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
-            elog(ERROR, "return type must be a row type");
-        return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], BlessTupleDesc(desc)));
+    return ck::on_queue(fcinfo, queue, ck::Route{ck::Route::Kind::Stats}, [&] {
+        const ck::QueuePlan &p = ck::queue_statement(ck::QueueStatement::Stats, queue);
+        bool known = false;
+        Datum values[1] = {Int64GetDatum(estimated_rows(queue, &known))};
+        uint64 rows = ck::queue_execute(p, queue, values, known ? nullptr : "n", ck::Snap::ReadOnly);
+        return ck::pg_call([&] {
+            if (rows != 1 || SPI_tuptable == nullptr)
+                elog(ERROR, "the statistics of queue \"%s\" came back as " UINT64_FORMAT " rows", get_rel_name(queue), rows);
+            TupleDesc desc;
+            if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+                elog(ERROR, "return type must be a row type");
+            return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], BlessTupleDesc(desc)));
+        });
     });
-    ck::spi_finish();
-    return row;
 }
 
 // ck.claim_frontier(queue): where each known priority's claims start reading the claim index
 // (run_at NULL: at its beginning; id NULL: at the first job of that run_at). No rows while the frontier is not known
 // (ck.claim_path says why): nothing was claimed since the shared state appeared, it was reset, or
-// the queue has more priorities than it keeps (see queue_frontier.cpp).
+// the queue has more priorities than it keeps (see signal/frontier.cpp).
 CK_FUNCTION(ck_claim_frontier)
 {
     Oid queue = readable_queue(fcinfo);
     ck::spi_connect();
-    (void) ck::queue_statement(ck::StatementKind::Priorities, queue);   // raises unless a queue
+    (void) ck::queue_statement(ck::QueueStatement::Priorities, queue);   // raises unless a queue
     ck::spi_finish();
     ck::FrontierView view;
     bool known = ck::pg_call([&] { return ck::frontier_read(queue, &view); });
@@ -111,7 +107,7 @@ CK_FUNCTION(ck_claim_path)
     ck::spi_connect();
     ck::ClaimPath path{"distributed", "a Citus queue: each claim runs on the workers that hold its shards"};
     if (ck::queue_distribution(queue) == nullptr) {
-        (void) ck::queue_statement(ck::StatementKind::Priorities, queue);   // raises unless a queue
+        (void) ck::queue_statement(ck::QueueStatement::Priorities, queue);   // raises unless a queue
         path = ck::pg_call([&] { return ck::frontier_path(queue); });
     }
     ck::spi_finish();
@@ -123,4 +119,10 @@ CK_FUNCTION(ck_claim_path)
         bool nulls[2] = {false, false};
         return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
     });
+}
+
+// ck.claim_wait_mode(): 'commit' when waiters wake on commit, 'poll' otherwise.
+CK_FUNCTION(ck_claim_wait_mode)
+{
+    return ck::pg_call([&] { return PointerGetDatum(cstring_to_text(ck::queue_wakeup_active() ? "commit" : "poll")); });
 }

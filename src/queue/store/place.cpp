@@ -1,5 +1,5 @@
 // A job's place in the claim index, from a queue statement's result rows.
-#include "queue/queue_key.hpp"
+#include "queue/store/place.hpp"
 #include "base/boundary.hpp"
 #include "base/spi.hpp"
 
@@ -10,7 +10,7 @@ extern "C" {
 
 namespace ck {
 
-void check_key_columns(int col, int id_col)
+void check_place_columns(int col, int id_col)
 {
     TupleDesc desc = SPI_tuptable->tupdesc;
     if (SPI_gettypeid(desc, col) != INT4OID || SPI_gettypeid(desc, col + 1) != TIMESTAMPTZOID ||
@@ -22,24 +22,16 @@ void check_key_columns(int col, int id_col)
                         errhint("The table was altered after ck.create_queue made it: give the columns back their types.")));
 }
 
-JobKey job_key(uint64 row, int col, int id_col, Datum id)
+JobPlace job_place(uint64 row, int col, int id_col, Datum id)
 {
-    check_key_columns(col, id_col);
+    check_place_columns(col, id_col);
     TupleDesc desc = SPI_tuptable->tupdesc;
     bool isnull;
     HeapTuple tuple = SPI_tuptable->vals[row];
     if (id_col > 0)
         id = SPI_getbinval(tuple, desc, id_col, &isnull);
     return {DatumGetInt32(SPI_getbinval(tuple, desc, col, &isnull)),
-            FrontierKey{DatumGetTimestampTz(SPI_getbinval(tuple, desc, col + 1, &isnull)), DatumGetInt64(id)}};
-}
-
-void ready_again_on_abort(Oid queue, Datum id, int col)
-{
-    pg_call([&] {
-        JobKey k = job_key(0, col, 0, id);
-        frontier_on_abort(queue, k.priority, k.key);
-    });
+            Place{DatumGetTimestampTz(SPI_getbinval(tuple, desc, col + 1, &isnull)), DatumGetInt64(id)}};
 }
 
 AttrNumber job_column(TupleDesc desc, const char *name, Oid type)

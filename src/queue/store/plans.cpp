@@ -18,13 +18,12 @@
 //   parking): an ANALYZE that ran while a big insert was not yet committed (autovacuum does)
 //   saw no rows, and each job a plain INSERT parked then walked the claim index (150 pages a
 //   job, quadratic in the insert's size). (The joins are written so that a full scan of the primary key is of no use to
-//   the planner either: see the claim's SQL in queue_sql.cpp.)
+//   the planner either: see the claim's SQL in statements.cpp.)
 // The plan is made apart from the execution (SPI_plan_get_cached_plan), so that neither the
 // settings nor the restriction reach the statements that triggers run during it.
-#include "queue/queue_plan.hpp"
 #include "base/guc_scope.hpp"
-#include "queue/queue.hpp"
 #include "base/spi.hpp"
+#include "queue/store/plans.hpp"
 
 extern "C" {
 #include "optimizer/plancat.h"
@@ -97,7 +96,7 @@ void queue_plan_init()
     ck_relation_hook = only_lookups_by_id;
 }
 
-void plan_queue_statement(const Prepared &p, Oid queue)
+void plan_apart(const QueuePlan &p, Oid queue)
 {
     bool planning = pg_call([&] {
         AcceptInvalidationMessages();
@@ -123,13 +122,6 @@ void plan_queue_statement(const Prepared &p, Oid queue)
         pop_settings(nest);
     });
     p.planned = true;
-}
-
-const Prepared &statement_by_id(StatementKind kind, Oid queue)
-{
-    const Prepared &p = queue_statement(kind, queue);
-    plan_queue_statement(p, queue);
-    return p;
 }
 
 } // namespace ck

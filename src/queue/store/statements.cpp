@@ -2,8 +2,8 @@
 // in ck.queues. Identifiers are quoted; values are parameters.
 #include "base/boundary.hpp"
 #include "base/qualify.hpp"
-#include "queue/queue.hpp"
-#include "queue/queue_frontier.hpp"
+#include "queue/store/statements.hpp"
+#include "queue/store/plans.hpp"
 #include "base/relation.hpp"
 #include "base/shared_memory.hpp"
 #include "base/spi.hpp"
@@ -27,9 +27,12 @@ struct QueueRow {
     int32 max_attempts;
 };
 
+// The one statement of the queue's settings, shared by every queue (hence not a QueueStatement).
+enum class SettingsStatement : uint8_t { QueueRow };
+
 QueueRow read_queue_row(Oid relid)
 {
-    PlanKey key(StatementKind::QueueConfig, InvalidOid, InvalidOid, "", nullptr);
+    PlanKey key(SettingsStatement::QueueRow, InvalidOid, InvalidOid, "", nullptr);
     const Prepared &p = prepare_once(key, [] {
         Prepared config;
         Oid types[1] = {REGCLASSOID};
@@ -57,7 +60,7 @@ struct Statement {
     Oid types[7];
     int nargs;
     int cursor_options;
-    bool by_id = false;   // reads the queue's rows by id only (queue_plan.hpp)
+    bool by_id = false;   // reads the queue's rows by id only (plans.hpp)
 };
 
 // Leases and retry times count from the moment of the call ($n = the current time, not
@@ -78,7 +81,7 @@ constexpr int by_id_generic = CURSOR_OPT_GENERIC_PLAN;
 // Every operator is schema-qualified (CK_OP, see qualify.hpp), and so is every function and
 // type: the statements run with the caller's search_path.
 #define EQ CK_OP("=")
-Statement statement_for(StatementKind kind, const std::string &q, const std::string &dead, bool has_dependencies)
+Statement statement_for(QueueStatement kind, const std::string &q, const std::string &dead, bool has_dependencies)
 {
     const std::string now = "pg_catalog.now()";
     const std::string token_is = "(lease_token" EQ "$2) IS TRUE";
@@ -90,65 +93,65 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         "  FROM priorities AS p WHERE p.priority IS NOT NULL"
         ")";
     switch (kind) {
-    case StatementKind::Enqueue:
+    case QueueStatement::Enqueue:
         return {"INSERT INTO " + q + " (payload, run_at, priority) VALUES ($1, $2, $3) RETURNING id",
                 {JSONBOID, TIMESTAMPTZOID, INT4OID}, 3, 0};
     // With a concurrency key, parked ($5 not NULL: run_at is then 'infinity') or not.
-    case StatementKind::EnqueueKeyed:
+    case QueueStatement::EnqueueKeyed:
         return {"INSERT INTO " + q + " (payload, run_at, priority, concurrency_key, parked_run_at)"
                 " VALUES ($1, $2, $3, $4, $5) RETURNING id",
                 {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID}, 5, 0};
-    case StatementKind::EnqueueUnique:
+    case QueueStatement::EnqueueUnique:
         // ON CONFLICT DO NOTHING waits for a transaction still inserting the key and decides
         // on its outcome, so a key never goes to two jobs and a rolled-back holder frees it.
         return {"INSERT INTO " + q + " (payload, run_at, priority, unique_key, concurrency_key, parked_run_at)"
                 " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id",
                 {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID}, 6, 0};
-    case StatementKind::FindUnique:
+    case QueueStatement::FindUnique:
         return {"SELECT id FROM " + q + " WHERE unique_key" EQ "$1", {TEXTOID}, 1, 0};
     // A key's window ($1 queue, $2 key): taken when it has no row or its window has ended ($4 is
     // the moment); ON CONFLICT waits for a transaction still taking it and decides on its outcome.
-    case StatementKind::WindowTake:
+    case QueueStatement::WindowTake:
         return {"INSERT INTO ck.unique_windows AS w (queue, unique_key, until) VALUES ($1, $2, $3)"
                 " ON CONFLICT (queue, unique_key) DO UPDATE SET until = EXCLUDED.until, job = NULL"
                 " WHERE w.until" CK_OP("<=") "$4 RETURNING true",
                 {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}, 4, 0};
     // The join (which the planner removes) asks for SELECT on the queue, as a duplicate found
     // in the queue itself would: the windows alone must not tell a job's id to whoever may insert.
-    case StatementKind::WindowHolder:
+    case QueueStatement::WindowHolder:
         return {"SELECT w.job FROM ck.unique_windows AS w LEFT JOIN " + q + " AS j ON j.id" EQ "w.job"
                 " WHERE w.queue" EQ "$1 AND w.unique_key" EQ "$2",
                 {REGCLASSOID, TEXTOID}, 2, 0};
-    case StatementKind::WindowSetJob:
+    case QueueStatement::WindowSetJob:
         return {"UPDATE ck.unique_windows SET job = $3 WHERE queue" EQ "$1 AND unique_key" EQ "$2",
                 {REGCLASSOID, TEXTOID, INT8OID}, 3, 0};
     // Concurrency limits ($1 queue, $2 key; queue_limits.cpp). The slot row is made at the
     // key's limit (its own, else the queue's default) the first time a limited key is seen, and
     // locked with FOR UPDATE, which writes no new row version (an ON CONFLICT DO UPDATE that
     // only locks would leave one behind at every enqueue).
-    case StatementKind::SlotCreate:
+    case QueueStatement::SlotCreate:
         return {"INSERT INTO ck.concurrency_slots (queue, concurrency_key, free)"
                 " SELECT $1, $2, l.max_running FROM ck.concurrency_limits AS l WHERE l.queue" EQ "$1"
                 "   AND (l.concurrency_key" EQ "$2 OR l.concurrency_key IS NULL) ORDER BY l.concurrency_key IS NULL LIMIT 1"
                 " ON CONFLICT (queue, concurrency_key) DO NOTHING",
                 {REGCLASSOID, TEXTOID}, 2, 0};
-    case StatementKind::SlotPeek:
+    case QueueStatement::SlotPeek:
         return {"SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$1 AND concurrency_key" EQ "$2",
                 {REGCLASSOID, TEXTOID}, 2, 0};
-    case StatementKind::SlotLock:
+    case QueueStatement::SlotLock:
         return {"SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$1 AND concurrency_key" EQ "$2 FOR UPDATE",
                 {REGCLASSOID, TEXTOID}, 2, 0};
-    case StatementKind::SlotDecrement:
+    case QueueStatement::SlotDecrement:
         return {"UPDATE ck.concurrency_slots SET free = free" CK_OP("-") "1 WHERE queue" EQ "$1 AND concurrency_key" EQ "$2",
                 {REGCLASSOID, TEXTOID}, 2, 0};
-    case StatementKind::SlotIncrement:
+    case QueueStatement::SlotIncrement:
         return {"UPDATE ck.concurrency_slots SET free = free" CK_OP("+") "1 WHERE queue" EQ "$1 AND concurrency_key" EQ "$2",
                 {REGCLASSOID, TEXTOID}, 2, 0};
-    case StatementKind::Park:
+    case QueueStatement::Park:
         return {"UPDATE " + q + " SET parked_run_at = COALESCE(parked_run_at, run_at),"
                 " run_at = 'infinity'::pg_catalog.timestamptz WHERE id" EQ "$1",
                 {INT8OID}, 1, by_id_generic, true};
-    case StatementKind::HandOver:
+    case QueueStatement::HandOver:
         // The oldest parked job of key $1 takes a departed job's slot, if the key's slot row ($3 the
         // queue) has free >= 0; the row is only read: this changes no count (queue_limits.cpp).
         // No row: no limit, free < 0 after a limit was lowered, or no parked job. Another
@@ -172,18 +175,18 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 {TEXTOID, TIMESTAMPTZOID, REGCLASSOID}, 3, by_id_generic, false};
     // A parked job by id, ready from its own run_at or $2 if later: a dependant whose last
     // dependency completed and which got its key's slot, or a job placed by a wrong guess.
-    case StatementKind::UnparkJob:
+    case QueueStatement::UnparkJob:
         return {"UPDATE " + q + " SET run_at = GREATEST(parked_run_at, $2), parked_run_at = NULL"
                 " WHERE id" EQ "$1 AND parked_run_at IS NOT NULL RETURNING priority, run_at, id",
                 {INT8OID, TIMESTAMPTZOID}, 2, by_id_generic, true};
-    case StatementKind::WindowPurge:
+    case QueueStatement::WindowPurge:
         // Windows that have ended are kept only until a later windowed enqueue of the queue
         // removes them, a few at a time, skipping any another enqueue is taking again.
         return {"DELETE FROM ck.unique_windows WHERE ctid" EQ "ANY (ARRAY("
                 "SELECT ctid FROM ck.unique_windows WHERE queue" EQ "$1 AND until" CK_OP("<=") "$2"
                 " ORDER BY until LIMIT 8 FOR UPDATE SKIP LOCKED))",
                 {REGCLASSOID, TIMESTAMPTZOID}, 2, 0};
-    case StatementKind::Cancel:
+    case QueueStatement::Cancel:
         // The job as it was goes to the dead letters; whether its lease was still valid says
         // whether a worker may be running it.
         return {"WITH gone AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *), dead AS ("
@@ -193,38 +196,38 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 {INT8OID, TIMESTAMPTZOID}, 2, by_id_generic, true};
     // Dependencies (queue_dependencies.cpp). A waiting job is parked at 'infinity' with its own
     // run_at kept, as a job held back by its concurrency key is; it takes no slot until ready.
-    case StatementKind::EnqueueWaiting:
+    case QueueStatement::EnqueueWaiting:
         return {"INSERT INTO " + q + " (payload, run_at, priority, unique_key, concurrency_key, parked_run_at, waiting_for)"
                 " VALUES ($1, 'infinity'::pg_catalog.timestamptz, $3, $4, $5, $2, $6)"
                 " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id",
                 {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID}, 6, 0};
-    case StatementKind::DepLock:
+    case QueueStatement::DepLock:
         return {"SELECT id, priority, run_at, has_dependants FROM " + q + " WHERE id" EQ "ANY ($1) ORDER BY id FOR KEY SHARE",
                 {INT8ARRAYOID}, 1, by_id_generic, true};
-    case StatementKind::DepMark:
+    case QueueStatement::DepMark:
         return {"UPDATE " + q + " SET has_dependants = true WHERE id" EQ "ANY ($1) AND has_dependants IS NULL",
                 {INT8ARRAYOID}, 1, by_id_generic, true};
-    case StatementKind::DepDead:
+    case QueueStatement::DepDead:
         return {"SELECT id, last_error FROM " + dead + " WHERE id" EQ "ANY ($1) ORDER BY id LIMIT 1", {INT8ARRAYOID}, 1, 0};
-    case StatementKind::DepEdges:
+    case QueueStatement::DepEdges:
         return {"INSERT INTO ck.job_dependencies (queue, job, dependant) SELECT $1, d.job, $3 FROM pg_catalog.unnest($2) AS d(job)",
                 {REGCLASSOID, INT8ARRAYOID, INT8OID}, 3, 0};
-    case StatementKind::DepDeparted:
+    case QueueStatement::DepDeparted:
         return {"INSERT INTO ck.dependency_departures AS d (queue, job, failure) VALUES ($1, $2, $3)"
                 " ON CONFLICT (queue, job) DO UPDATE SET failure = EXCLUDED.failure",
                 {REGCLASSOID, INT8OID, TEXTOID}, 3, 0};
-    case StatementKind::DepNext:
+    case QueueStatement::DepNext:
         return {"SELECT job, failure FROM ck.dependency_departures WHERE queue" EQ "$1 ORDER BY job LIMIT 1 FOR UPDATE SKIP LOCKED",
                 {REGCLASSOID}, 1, 0};
-    case StatementKind::DepAny:
+    case QueueStatement::DepAny:
         return {"SELECT FROM ck.dependency_departures WHERE queue" EQ "$1 LIMIT 1", {REGCLASSOID}, 1, 0};
-    case StatementKind::DepTake:
+    case QueueStatement::DepTake:
         return {"DELETE FROM ck.job_dependencies WHERE ctid" EQ "ANY (ARRAY("
                 "SELECT ctid FROM ck.job_dependencies WHERE queue" EQ "$1 AND job" EQ "$2 ORDER BY dependant LIMIT $3)) RETURNING dependant",
                 {REGCLASSOID, INT8OID, INT4OID}, 3, 0};
-    case StatementKind::DepDone:
+    case QueueStatement::DepDone:
         return {"DELETE FROM ck.dependency_departures WHERE queue" EQ "$1 AND job" EQ "$2", {REGCLASSOID, INT8OID}, 2, 0};
-    case StatementKind::DepRelease: {
+    case QueueStatement::DepRelease: {
         // $1 sorted: dependants are locked in id order by every release (no deadlock between
         // two), each looked up by id (the join of CompleteMany, planned the same way). A dependant without a concurrency key is ready at zero, from now or its own
         // run_at; one with a key still has to get a slot (queue_dependencies.cpp).
@@ -236,19 +239,19 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 " RETURNING j.priority, j.run_at, j.id, j.waiting_for IS NULL, j.parked_run_at IS NOT NULL, j.concurrency_key",
                 {INT8ARRAYOID, TIMESTAMPTZOID}, 2, 0};
     }
-    case StatementKind::DepBury:
+    case QueueStatement::DepBury:
         return {"WITH gone AS (DELETE FROM " + q + " AS j USING pg_catalog.unnest($1) AS d(id)"
                 " WHERE j.id" EQ "ANY (ARRAY[d.id]) AND j.waiting_for IS NOT NULL RETURNING j.*), dead AS ("
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, $2 FROM gone AS g) SELECT pg_catalog.count(*) FROM gone",
                 {INT8ARRAYOID, TEXTOID}, 2, 0};
-    case StatementKind::Claim:
-    case StatementKind::ClaimFrom:
-    case StatementKind::ClaimFromOne: {
+    case QueueStatement::Claim:
+    case QueueStatement::ClaimFrom:
+    case QueueStatement::ClaimFromOne: {
         // One statement: pick ready jobs in order, skipping rows other claimers hold, and
         // lease them. run_at becomes the lease end, so an expired lease is ready again. Each
         // row also returns the key it was claimed at (its old priority and run_at) and the
-        // xmin of that version, which the frontier needs (queue.cpp, take_claimed). ClaimFrom
+        // xmin of that version, which the frontier needs (engine/claim.cpp, take_claimed). ClaimFrom
         // reads the known priorities in order ($5), each from its frontier ($6, $7), in one
         // statement: a nested loop over the arrays, each priority one index descent, which
         // stops once the batch is full. With the priority fixed, run_at <= $4 ends a priority's
@@ -264,10 +267,10 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
         // and with the indexes queue_plan.cpp leaves it, the one plan not disabled looks each
         // row up by primary key. (The caller puts the rows in claim order: an ORDER BY here
         // would be planned as a disabled sort.)
-        std::string pick = kind == StatementKind::Claim
+        std::string pick = kind == QueueStatement::Claim
             ? "SELECT id, priority, run_at, xmin FROM " + q + " WHERE run_at" CK_OP("<=") "$4 AND attempts" CK_OP("<")
               "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
-            : kind == StatementKind::ClaimFromOne
+            : kind == QueueStatement::ClaimFromOne
             ? "SELECT id, priority, run_at, xmin FROM " + q + " WHERE priority" EQ "$5 AND (run_at, id)" CK_OP(">=")
               "($6, $7) AND run_at" CK_OP("<=") "$4 AND attempts" CK_OP("<") "$3 ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
             : "SELECT x.id, x.priority, x.run_at, x.xmin FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6), "
@@ -279,27 +282,27 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                      "run_at = $4" CK_OP("+") "$2, attempts = j.attempts" CK_OP("+") "1 FROM c WHERE j.id" EQ "ANY (ARRAY[c.id]) "
                      "RETURNING j.id, j.lease_token, j.attempts, j.payload, j.run_at, c.priority, c.run_at, c.xmin",
                      {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID},
-                     kind == StatementKind::Claim ? 4 : 7, generic_fast};
-        if (kind == StatementKind::ClaimFromOne) {
+                     kind == QueueStatement::Claim ? 4 : 7, generic_fast};
+        if (kind == QueueStatement::ClaimFromOne) {
             st.types[4] = INT4OID;
             st.types[5] = TIMESTAMPTZOID;
             st.types[6] = INT8OID;
         }
         return st;
     }
-    case StatementKind::Priorities:
+    case QueueStatement::Priorities:
         // At most one more than the frontier keeps, which says there are too many.
         return {priorities + " SELECT priority FROM priorities WHERE priority IS NOT NULL LIMIT " +
                     std::to_string(frontier_max_priorities + 1),
                 {}, 0, 0};
-    case StatementKind::Heads:
+    case QueueStatement::Heads:
         // After the periodic full claim: the first job claimable at $2 in each priority of $1
-        // (those it did not reach), read without a lock; queue.cpp lowers each frontier to it.
+        // (those it did not reach), read without a lock; engine/claim.cpp lowers each frontier to it.
         return {"SELECT x.priority, x.run_at, x.id FROM pg_catalog.unnest($1) AS f (p) CROSS JOIN LATERAL (SELECT priority, "
                 "run_at, id FROM " + q + " WHERE priority" EQ "f.p AND run_at" CK_OP("<=") "$2 AND attempts" CK_OP("<")
                 "$3 ORDER BY run_at, id LIMIT 1) AS x",
                 {INT4ARRAYOID, TIMESTAMPTZOID, INT4OID}, 3, generic_fast};
-    case StatementKind::Bury:
+    case QueueStatement::Bury:
         return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "ANY (ARRAY(SELECT id FROM " + q +
                 " WHERE lease_token IS NOT NULL AND run_at" CK_OP(">=") "$3 AND run_at" CK_OP("<=") "$2 AND attempts"
                 CK_OP(">=") "$1 ORDER BY run_at LIMIT " + std::to_string(bury_batch) + " FOR UPDATE SKIP LOCKED)) RETURNING *) "
@@ -308,54 +311,54 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
                 "'lease expired on the last attempt' FROM buried AS b) "
                 "SELECT id, priority, run_at FROM buried",
                 {INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}, 3, generic_fast};
-    case StatementKind::Complete:
+    case QueueStatement::Complete:
         return {"DELETE FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " RETURNING priority, run_at",
                 {INT8OID, INT8OID}, 2, by_id_generic, true};
-    case StatementKind::CompleteMany:
+    case QueueStatement::CompleteMany:
         // Pairs matched on the primary key; a pair whose token is stale matches nothing. Each
         // pair's job is looked up by id, as the claim's update does (the same join, planned the
         // same way: see the claim above and queue_plan.cpp).
         return {"DELETE FROM " + q + " AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS a(id, lease_token) "
                 "WHERE j.id" EQ "ANY (ARRAY[a.id]) AND (j.lease_token" EQ "a.lease_token) IS TRUE RETURNING j.id, j.priority, j.run_at",
                 {INT8ARRAYOID, INT8ARRAYOID}, 2, generic_fast};
-    case StatementKind::FailLock:
+    case QueueStatement::FailLock:
         return {"SELECT attempts, priority, run_at FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " FOR UPDATE",
                 {INT8OID, INT8OID}, 2, by_id_generic, true};
-    case StatementKind::FailRetry:
+    case QueueStatement::FailRetry:
         return {"UPDATE " + q + " SET lease_token = NULL, run_at = $4" CK_OP("+") "$2, last_error = $3 "
                 "WHERE id" EQ "$1 RETURNING priority, run_at",
                 {INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID}, 4, by_id_generic, true};
-    case StatementKind::FailDead:
+    case QueueStatement::FailDead:
         return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *) "
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, $2 FROM buried AS b",
                 {INT8OID, TEXTOID}, 2, by_id_generic, true};
-    case StatementKind::ExtendLease:
+    case QueueStatement::ExtendLease:
         // o is the row as it was: where the job is ready again if this transaction aborts.
         return {"UPDATE " + q + " AS j SET run_at = $4" CK_OP("+") "$3 FROM " + q + " AS o WHERE j.id" EQ "$1 AND o.id"
                 EQ "$1 AND (j.lease_token" EQ "$2) IS TRUE RETURNING j.run_at, o.priority, o.run_at",
                 {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}, 4, by_id_generic, true};
-    case StatementKind::RetryDead:
+    case QueueStatement::RetryDead:
         return {"WITH revived AS (DELETE FROM " + dead + " WHERE id" EQ "$1 RETURNING job) "
                 "INSERT INTO " + q + " SELECT r.* FROM revived, pg_catalog.jsonb_populate_record(NULL::" + q +
                 ", revived.job" CK_OP("||") "pg_catalog.jsonb_build_object('attempts', 0, 'lease_token', NULL, "
                 "'run_at', " + now + ", 'last_error', NULL, 'parked_run_at', NULL, 'waiting_for', NULL, 'has_dependants', NULL)) AS r",
                 {INT8OID}, 1, 0};
-    case StatementKind::PurgeDead:
+    case QueueStatement::PurgeDead:
         return {"DELETE FROM " + dead + " WHERE died_at" CK_OP("<") "(" + now + CK_OP("-") "$1)", {INTERVALOID}, 1, 0};
-    case StatementKind::NextDueOf:
+    case QueueStatement::NextDueOf:
         // The same over the priorities the frontier knows ($2), without the loose scan, which
         // walks the dead entries at the head of each priority, and only up to $3.
         return {"SELECT pg_catalog.min(n.run_at) FROM pg_catalog.unnest($2) AS p(priority),"
                 "  LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority" EQ "p.priority AND j.run_at" CK_OP(">")
                 "$1 AND j.run_at" CK_OP("<=") "$3 ORDER BY j.run_at LIMIT 1) AS n",
                 {TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZOID}, 3, 0};
-    case StatementKind::NextDue:
+    case QueueStatement::NextDue:
         return {priorities + " SELECT pg_catalog.min(n.run_at) FROM priorities AS p,"
                 "  LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority" EQ "p.priority AND j.run_at" CK_OP(">")
                 "$1 ORDER BY j.run_at LIMIT 1) AS n WHERE p.priority IS NOT NULL",
                 {TIMESTAMPTZOID}, 1, 0};
-    case StatementKind::Stats:
+    case QueueStatement::Stats:
         // Exact counts from the index ranges that stay small (leased, scheduled and claimable
         // up to 10,000 rows); past that, ready is estimated from the table's size ($1, from
         // the relcache: pg_class would hide a Citus shard from a client's session).
@@ -392,6 +395,36 @@ Statement statement_for(StatementKind kind, const std::string &q, const std::str
 }
 #undef EQ
 
+// The statements whose generic plan plans.cpp makes apart from their execution: those that walk
+// the claim index in order (the claim, the burial) and those that find their jobs by id.
+bool planned_apart(QueueStatement kind)
+{
+    switch (kind) {
+    case QueueStatement::Claim:
+    case QueueStatement::ClaimFrom:
+    case QueueStatement::ClaimFromOne:
+    case QueueStatement::Heads:
+    case QueueStatement::Bury:
+    case QueueStatement::Complete:
+    case QueueStatement::CompleteMany:
+    case QueueStatement::FailLock:
+    case QueueStatement::FailRetry:
+    case QueueStatement::FailDead:
+    case QueueStatement::ExtendLease:
+    case QueueStatement::Cancel:
+    case QueueStatement::Park:
+    case QueueStatement::UnparkJob:
+    case QueueStatement::HandOver:
+    case QueueStatement::DepLock:
+    case QueueStatement::DepMark:
+    case QueueStatement::DepRelease:
+    case QueueStatement::DepBury:
+        return true;
+    default:
+        return false;
+    }
+}
+
 } // namespace
 
 BlockNumber table_blocks(Oid relid)
@@ -404,14 +437,14 @@ BlockNumber table_blocks(Oid relid)
     });
 }
 
-const Prepared &queue_statement(StatementKind kind, Oid relid)
+const QueuePlan &queue_statement(QueueStatement kind, Oid relid)
 {
     // A backend's first queue call attaches to the shared state (made now if it is the first
     // after the server's start): its counts and claims need it from then on.
     if (!shared_memory_tried())
         pg_call([] { (void) shared_memory_attach(); });
     PlanKey key(kind, relid, InvalidOid, "", nullptr);
-    return prepare_once(key, [&] {
+    return prepare_once<QueuePlan>(key, [&] {
         TableRef table = pg_call([&] { return table_ref(relid); });
         QueueRow row = read_queue_row(relid);
         if (!row.found)
@@ -427,7 +460,7 @@ const Prepared &queue_statement(StatementKind kind, Oid relid)
         // Queues made before 0.3.1 and not updated have no dependencies (nor their columns).
         bool has_dependencies = pg_call([&] { return get_attnum(relid, "waiting_for") != InvalidAttrNumber; });
         Statement s = statement_for(kind, table.sql, dead, has_dependencies);
-        Prepared p;
+        QueuePlan p;
         p.plan = pg_call([&] { return prepare_kept(s.sql.c_str(), s.nargs, s.types, s.cursor_options); });
         p.table = table.name;
         p.qualified = table.qualified;
@@ -435,11 +468,20 @@ const Prepared &queue_statement(StatementKind kind, Oid relid)
         p.lease = row.lease;
         p.dead_letters = row.dead_letters;
         p.has_dependencies = has_dependencies;
+        p.apart = planned_apart(kind);
         p.by_id = s.by_id;
-        if (kind == StatementKind::Claim || kind == StatementKind::ClaimFrom || kind == StatementKind::ClaimFromOne)
+        if (kind == QueueStatement::Claim || kind == QueueStatement::ClaimFrom || kind == QueueStatement::ClaimFromOne)
             p.planned_blocks = table_blocks(relid);
         return p;
     });
+}
+
+uint64 queue_execute(const QueuePlan &p, Oid queue, Datum *values, const char *nulls, Snap snap, Snapshot snapshot)
+{
+    if (p.apart)
+        plan_apart(p, queue);
+    return snapshot != nullptr ? execute_plan_in(p.plan, values, nulls, snapshot)
+                               : execute_plan(p.plan, values, nulls, snap);
 }
 
 } // namespace ck
