@@ -72,6 +72,12 @@ $(CURDIR)/sql/search_path_calls.psql: $(ck_srcdir)/sql/search_path_calls.psql
 	ln -sf $(abspath $<) $@
 endif
 
+# The floors of the source tree (issue 46): every #include in src/ points down the floors declared in src/README.md
+# (test/layers.py; make test runs it, with its self-tests, as its first suite).
+.PHONY: layers
+layers:
+	python3 $(ck_srcdir)/test/layers.py $(ck_srcdir)/src
+
 # PG=17 (18, 19) runs the target on that major, in a Debian root of the suite that ships it (test/major.sh);
 # test-all runs make test on every tested major in turn; test-packages builds, installs, upgrades and removes
 # the Debian package of every tested major (or of PG), as distributions build it (test/package/run.sh).
