@@ -22,10 +22,10 @@ PG_CPPFLAGS  = -I$(srcdir)/src
 PG_CPPFLAGS += -DCK_VERSION='"$(EXTVERSION)"'
 SHLIB_LINK  += -lstdc++
 
-# pg_regress inputs in sql/ (beside the install scripts); setup defines test helpers.
-REGRESS      = setup conditional plan_cache boundary memory sqlstate_action queue advisory_lock retry guard volatility_audit \
+# pg_regress inputs in sql/ (beside the install scripts); test_helpers defines the helpers of the others (schema test).
+REGRESS      = test_helpers conditional plan_cache boundary memory sqlstate_action queue_lifecycle advisory_lock retry guard volatility_audit \
                search_path queue_frontier queue_plan queue_unique queue_activity queue_limits queue_dependencies queue_install
-REGRESS     += version_update lock_rows lock_audit upgrade_calls lock_namespace_prepared
+REGRESS     += update_if_version lock_rows lock_audit upgrade_calls lock_namespace_prepared
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(call ck_sources,test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=$(ck_srcdir)/test --load-extension=$(EXTENSION)
