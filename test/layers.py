@@ -86,7 +86,8 @@ def read_floors(src):
                     if floors is not None:
                         raise Unreadable(f"{readme}:{number}: a second floors block")
                     floors, start = [], number
-        elif m and not m.group(2) and not m.group(3).strip() and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+        elif (m and not m.group(2) and not m.group(3).strip() and m.group(1)[0] == fence[0]
+              and len(m.group(1)) >= len(fence)):
             if in_floors and not floors:
                 raise Unreadable(f"{readme}:{start}: the floors block declares no floor")
             fence, in_floors = None, False
@@ -241,7 +242,8 @@ def append_line(path, text):
 
 def self_tests(src):
     """The self-tests: (description, function(copy) -> (expected substring or None for a pass, or a SKIP reason))."""
-    floors = [rooms for _, rooms in read_floors(src)]
+    declared = read_floors(src)
+    floors = [rooms for _, rooms in declared]
     floor_of = {room.strip("/"): n for n, rooms in enumerate(floors, 1) for room in rooms}
     files = source_files(src)
     by_room = {}
@@ -301,13 +303,11 @@ def self_tests(src):
     def absent(copy):
         readme = os.path.join(copy, "README.md")
         with open(readme, encoding="utf-8") as f:
-            text = f.read()
-        bottom = " ".join(floors[-1])
+            lines = f.read().split("\n")
         room = "layers_absent_room"
-        text = re.sub(r"(```floors\n(?:.*\n)*?)" + re.escape(bottom) + r"\n",
-                      lambda m: m.group(1) + bottom + " " + room + "\n", text, count=1)
+        lines[declared[-1][0] - 1] += " " + room  # on the bottom floor's line
         with open(readme, "w", encoding="utf-8") as f:
-            f.write(text)
+            f.write("\n".join(lines))
         return f"room {room} (floor {len(floors)}) is declared but"
 
     def postgres_include(copy):
@@ -356,8 +356,8 @@ def tap(src):
     except Unreadable as e:
         line(False, f"the floors of {src}", [str(e)])
         return failed
-    line(not violations, f"the floors of {src}: " + (summary if not violations else
-                                                     f"{len(violations)} violations"), violations)
+    outcome = summary if not violations else f"{len(violations)} violation{'s' if len(violations) != 1 else ''}"
+    line(not violations, f"the floors of {src}: {outcome}", violations)
     if violations:
         return failed  # the self-tests need a tree that passes
     with tempfile.TemporaryDirectory(prefix="ck_layers.") as tmp:
@@ -399,7 +399,8 @@ def main(argv):
     for v in violations:
         print(v)
     if violations:
-        print(f"layers: {len(violations)} violations of the floors declared in {src}/README.md", file=sys.stderr)
+        print(f"layers: {len(violations)} violation{'s' if len(violations) != 1 else ''} of the floors declared in "
+              f"{src}/README.md", file=sys.stderr)
         return 1
     print(f"layers: {summary}")
     return 0
