@@ -233,7 +233,7 @@ TimestampTz next_due(Oid queue, TimestampTz now)
 namespace ck {
 
 // Runs one claim, its rows appended to out. Under READ COMMITTED with the library preloaded
-// it reads each known priority from its frontier (queue_frontier.cpp), with a snapshot
+// it reads each known priority from its frontier (signal/frontier.cpp), with a snapshot
 // taken after the frontier was read; otherwise, and once per full_claim_interval, the whole
 // index in one statement with the snapshot `snap`. Then, when the claim came back short (or
 // every 64th claim, for a queue that never runs short), the burial.

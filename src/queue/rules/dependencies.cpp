@@ -1,4 +1,4 @@
-// Dependencies between jobs (see queue_dependencies.hpp). Why it holds under concurrency:
+// Dependencies between jobs (see rules/dependencies.hpp). Why it holds under concurrency:
 // - An enqueue locks the jobs it waits for FOR KEY SHARE before it reads which are left, and
 //   keeps the locks to its commit: a job cannot leave the queue in between (its DELETE waits),
 //   so a dependency is either seen gone, or its departure comes after the edges committed and

@@ -1,4 +1,4 @@
-// The hand-over in place: what the HandOver statement does (queue_sql.cpp), done with the table
+// The hand-over in place: what the HandOver statement does (store/statements.cpp), done with the table
 // and index access methods, as logical replication applies a row. It runs at every departure of
 // a limited key, and as a statement its plan check, executor start and end cost as much as its
 // work. Taken only where the statement would do nothing more: the queue a plain table (no

@@ -1,4 +1,4 @@
-// Concurrency limits: slots per key, parked jobs and the hand-over (see queue_limits.hpp).
+// Concurrency limits: slots per key, parked jobs and the hand-over (see rules/limits.hpp).
 // Why the counts hold: every change of a key's free slots happens while its row in
 // ck.concurrency_slots is locked, and the jobs are read after that lock was taken (a new
 // statement with the latest snapshot): an enqueue that parked its job and committed before a

@@ -22,7 +22,7 @@
 // (concurrency_kit.full_claim_interval, 10 s): one claim per interval reads the whole index
 // and, if it takes a job the frontier had passed, lowers the frontier to it; when its batch
 // fills before the last known priority, each priority it did not reach is lowered to its first
-// claimable job (queue.cpp, lower_to_heads). So a miss waits one interval in any priority.
+// claimable job (engine/claim.cpp, lower_to_heads). So a miss waits one interval in any priority.
 //
 // The shared state appears at the server's start when the library is preloaded, else at the first use
 // of a queue after the start (shared_memory.hpp); a crash restart makes it anew. Either way a queue

@@ -1,6 +1,6 @@
 // The claim frontier: where each priority's claims start reading the claim index, so that a
 // claim's cost follows the claimable jobs and not the dead entries that a held xmin horizon
-// keeps. Shared per queue (shared_memory.hpp); see queue_frontier.cpp for why it is safe.
+// keeps. Shared per queue (shared_memory.hpp); see signal/frontier.cpp for why it is safe.
 #pragma once
 
 #include "base/pg.hpp"

@@ -93,7 +93,7 @@ void create_triggers(const std::string &q, Oid relid, bool notify)
     // Waiters in ck.claim_wait wake when a statement that inserted jobs commits, and the claim
     // frontier learns the jobs' keys from the transition table (from 0.2.2 on). Plain UPDATEs and
     // DELETEs of jobs make the claim frontier start over. A job that others wait for records its
-    // departure (queue_dependencies.cpp); the WHEN keeps every other job's delete free of it
+    // departure (rules/dependencies.cpp); the WHEN keeps every other job's delete free of it
     // (from 0.3.1 on). (The trigger that hands on the slots of limited concurrency keys, ck_left,
     // comes with the queue's first limit: a queue without limits pays nothing for it. See
     // ck.set_concurrency_limit.)
@@ -123,8 +123,8 @@ struct Index {
 };
 
 // The claim reads the (priority, run_at, id) index in order; leased jobs by lease end; at most
-// one job per unique key in the queue (queue_unique.cpp); jobs parked behind their concurrency
-// key's limit, oldest first (queue_limits.cpp).
+// one job per unique key in the queue (engine/enqueue.cpp); jobs parked behind their concurrency
+// key's limit, oldest first (rules/limits.cpp).
 constexpr Index queue_indexes[] = {
     {"priority, run_at, id", nullptr, false},
     {"run_at", "lease_token IS NOT NULL", false},

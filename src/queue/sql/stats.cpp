@@ -1,5 +1,5 @@
 // ck.queue_stats: counts for dashboards, from index ranges that stay small (see the Stats
-// statement in queue_sql.cpp for what is exact and what is estimated); ck.claim_frontier and
+// statement in store/statements.cpp for what is exact and what is estimated); ck.claim_frontier and
 // ck.claim_path.
 #include "base/args.hpp"
 #include "queue/store/statements.hpp"

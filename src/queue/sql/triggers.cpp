@@ -37,7 +37,7 @@ CK_FUNCTION(ck_queue_changed)
 
 // AFTER INSERT FOR EACH STATEMENT on every queue (REFERENCING NEW TABLE): the inserted jobs'
 // waiters wake at commit, the claim frontier learns where the jobs are, and jobs of a limited
-// concurrency key take a slot or are parked (queue_limits.cpp).
+// concurrency key take a slot or are parked (rules/limits.cpp).
 CK_FUNCTION(ck_queue_ready)
 {
     struct Inserted {

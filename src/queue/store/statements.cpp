@@ -69,7 +69,7 @@ struct Statement {
 // The claim's plan is kept generic: with LIMIT $1 the planner would otherwise plan every
 // call afresh.
 constexpr int generic_fast = CURSOR_OPT_GENERIC_PLAN | CURSOR_OPT_FAST_PLAN;
-// Statements that find their jobs by id keep the generic plan queue_plan.cpp makes with only the
+// Statements that find their jobs by id keep the generic plan store/plans.cpp makes with only the
 // indexes that start with id: planned from statistics that saw the queue empty (an ANALYZE,
 // manual or automatic, while a big insert was not yet committed), a lookup by id walked the
 // whole claim index (id is its last column) at every call.
@@ -125,7 +125,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
     case QueueStatement::WindowSetJob:
         return {"UPDATE ck.unique_windows SET job = $3 WHERE queue" EQ "$1 AND unique_key" EQ "$2",
                 {REGCLASSOID, TEXTOID, INT8OID}, 3, 0};
-    // Concurrency limits ($1 queue, $2 key; queue_limits.cpp). The slot row is made at the
+    // Concurrency limits ($1 queue, $2 key; rules/limits.cpp). The slot row is made at the
     // key's limit (its own, else the queue's default) the first time a limited key is seen, and
     // locked with FOR UPDATE, which writes no new row version (an ON CONFLICT DO UPDATE that
     // only locks would leave one behind at every enqueue).
@@ -153,7 +153,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                 {INT8OID}, 1, by_id_generic, true};
     case QueueStatement::HandOver:
         // The oldest parked job of key $1 takes a departed job's slot, if the key's slot row ($3 the
-        // queue) has free >= 0; the row is only read: this changes no count (queue_limits.cpp).
+        // queue) has free >= 0; the row is only read: this changes no count (rules/limits.cpp).
         // No row: no limit, free < 0 after a limit was lowered, or no parked job. Another
         // transaction's lock on a parked job (it is cancelling it) is skipped. The job is ready from
         // the moment it gets the slot ($2), or later at its own run_at: back at its enqueue time it
@@ -163,7 +163,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         // again (a plan of 7 nodes, 2 index scans: it runs at every departure of a limited key).
         // A job the pick locked in a version newer than the statement's snapshot is not updated:
         // no row, and the locked way that follows finds it again. Where nothing but the update
-        // itself would happen (no user trigger, no row security...), queue_handover.cpp does the
+        // itself would happen (no user trigger, no row security...), rules/handover.cpp does the
         // same with the access methods, without a statement.
         // (A job still waiting for its dependencies is parked too, and not the key's to move.)
         return {"UPDATE " + q + " AS j SET run_at = GREATEST(j.parked_run_at, $2), parked_run_at = NULL WHERE j.ctid" EQ "("
@@ -194,7 +194,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                 "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, 'cancelled' FROM gone AS g) "
                 "SELECT lease_token IS NOT NULL AND run_at" CK_OP(">") "$2, priority, run_at FROM gone",
                 {INT8OID, TIMESTAMPTZOID}, 2, by_id_generic, true};
-    // Dependencies (queue_dependencies.cpp). A waiting job is parked at 'infinity' with its own
+    // Dependencies (rules/dependencies.cpp). A waiting job is parked at 'infinity' with its own
     // run_at kept, as a job held back by its concurrency key is; it takes no slot until ready.
     case QueueStatement::EnqueueWaiting:
         return {"INSERT INTO " + q + " (payload, run_at, priority, unique_key, concurrency_key, parked_run_at, waiting_for)"
@@ -230,7 +230,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
     case QueueStatement::DepRelease: {
         // $1 sorted: dependants are locked in id order by every release (no deadlock between
         // two), each looked up by id (the join of CompleteMany, planned the same way). A dependant without a concurrency key is ready at zero, from now or its own
-        // run_at; one with a key still has to get a slot (queue_dependencies.cpp).
+        // run_at; one with a key still has to get a slot (rules/dependencies.cpp).
         const std::string last = "j.waiting_for" EQ "1 AND j.concurrency_key IS NULL";
         return {"UPDATE " + q + " AS j SET waiting_for = CASE WHEN j.waiting_for" CK_OP(">") "1 THEN j.waiting_for"
                 CK_OP("-") "1 END, run_at = CASE WHEN " + last + " THEN GREATEST(j.parked_run_at, $2) ELSE j.run_at END,"
@@ -264,7 +264,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         // "j.id = ANY (ARRAY[c.id])", not "j.id = c.id": an equality the planner could merge
         // on makes a full scan of the primary key useful to it, and after such an ANALYZE it
         // put that scan outside the loop and read the whole table at every claim. Without it,
-        // and with the indexes queue_plan.cpp leaves it, the one plan not disabled looks each
+        // and with the indexes store/plans.cpp leaves it, the one plan not disabled looks each
         // row up by primary key. (The caller puts the rows in claim order: an ORDER BY here
         // would be planned as a disabled sort.)
         std::string pick = kind == QueueStatement::Claim
@@ -317,7 +317,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
     case QueueStatement::CompleteMany:
         // Pairs matched on the primary key; a pair whose token is stale matches nothing. Each
         // pair's job is looked up by id, as the claim's update does (the same join, planned the
-        // same way: see the claim above and queue_plan.cpp).
+        // same way: see the claim above and store/plans.cpp).
         return {"DELETE FROM " + q + " AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS a(id, lease_token) "
                 "WHERE j.id" EQ "ANY (ARRAY[a.id]) AND (j.lease_token" EQ "a.lease_token) IS TRUE RETURNING j.id, j.priority, j.run_at",
                 {INT8ARRAYOID, INT8ARRAYOID}, 2, generic_fast};
