@@ -12,7 +12,7 @@ ck_sources   = $(patsubst $(ck_srcdir)/%,%,$(wildcard $(addprefix $(ck_srcdir)/,
 EXTVERSION  := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(ck_srcdir)/$(EXTENSION).control)
 
 MODULE_big   = $(EXTENSION)
-OBJS         = $(patsubst %.cpp,%.o,$(call ck_sources,src/*.cpp))
+OBJS         = $(patsubst %.cpp,%.o,$(call ck_sources,src/*.cpp src/*/*.cpp src/*/*/*.cpp))
 DATA         = $(call ck_sources,sql/$(EXTENSION)--*.sql sql/$(EXTENSION)--*.control)
 DOCS         = sql/postgres_exporter_queries.yaml
 
@@ -22,10 +22,10 @@ PG_CPPFLAGS  = -I$(srcdir)/src
 PG_CPPFLAGS += -DCK_VERSION='"$(EXTVERSION)"'
 SHLIB_LINK  += -lstdc++
 
-# pg_regress inputs in sql/ (beside the install scripts); setup defines test helpers.
-REGRESS      = setup conditional plan_cache boundary memory sqlstate_action queue advisory_lock retry guard volatility_audit \
+# pg_regress inputs in sql/ (beside the install scripts); test_helpers defines the helpers of the others (schema test).
+REGRESS      = test_helpers conditional plan_cache boundary memory sqlstate_action queue_lifecycle advisory_lock retry guard volatility_audit \
                search_path queue_frontier queue_plan queue_unique queue_activity queue_limits queue_dependencies queue_install
-REGRESS     += version_update lock_rows lock_audit upgrade_calls lock_namespace_prepared
+REGRESS     += update_if_version lock_rows lock_audit upgrade_calls lock_namespace_prepared
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(call ck_sources,test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=$(ck_srcdir)/test --load-extension=$(EXTENSION)
@@ -56,7 +56,7 @@ REGRESS     += not_valid_not_null loaded_module
 endif
 
 # PGXS tracks no header dependencies for C++: rebuild every object when a header changes.
-$(OBJS): $(wildcard $(ck_srcdir)/src/*.hpp)
+$(OBJS): $(wildcard $(ck_srcdir)/src/*.hpp $(ck_srcdir)/src/*/*.hpp $(ck_srcdir)/src/*/*/*.hpp)
 src/module.o: $(ck_srcdir)/$(EXTENSION).control
 
 # Out of tree, the objects' folders are made in the build directory (named absolutely: VPATH would find the
@@ -71,6 +71,12 @@ $(CURDIR)/sql/search_path_calls.psql: $(ck_srcdir)/sql/search_path_calls.psql
 	$(MKDIR_P) $(dir $@)
 	ln -sf $(abspath $<) $@
 endif
+
+# The floors of the source tree (issue 46): every #include in src/ points down the floors declared in src/README.md
+# (test/layers.py; make test runs it, with its self-tests, as its first suite).
+.PHONY: layers
+layers:
+	python3 $(ck_srcdir)/test/layers.py $(ck_srcdir)/src
 
 # PG=17 (18, 19) runs the target on that major, in a Debian root of the suite that ships it (test/major.sh);
 # test-all runs make test on every tested major in turn; test-packages builds, installs, upgrades and removes

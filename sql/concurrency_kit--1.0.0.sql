@@ -907,7 +907,7 @@ COMMENT ON FUNCTION ck.lock_audit(name) IS
 -- Distributed queues (0.3.2): a queue distributed over a Citus cluster by ck.distribute_queue.
 -- Each shard of the queue is a queue of its own on the worker that holds it (registered in that
 -- worker's ck.queues, with its triggers, claim frontier and unique index); the coordinator's
--- functions send each call to one shard (src/queue_distributed.cpp). A job's shard is known
+-- functions send each call to one shard (src/queue/engine/distributed.cpp). A job's shard is known
 -- from its id: ids of shard i are i modulo the shard count.
 CREATE TABLE ck.distributed_queues (
     queue      regclass PRIMARY KEY,

@@ -1,6 +1,6 @@
 -- Dependencies (0.3.1): ck.enqueue(..., after) waits until every listed job still in the queue
 -- has completed; a buried or cancelled one buries its dependants, with the reason. The races
--- are test/specs/queue_dependencies.spec.
+-- are test/specs/queue_dependencies_race.spec.
 SELECT ck.create_queue('depq', lease => '1 hour', max_attempts => 1) IS NOT NULL AS created;
 CREATE FUNCTION pg_temp.jobs() RETURNS TABLE (id bigint, waiting boolean, waiting_for integer, has_dependants boolean)
 LANGUAGE sql AS $$

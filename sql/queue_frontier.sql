@@ -1,7 +1,7 @@
 -- The claim frontier (make test runs the suite with the library preloaded and without): where each
 -- priority's claims start, the order they keep, what makes the frontier start over, and the periodic full
 -- claim that finds what no trigger saw; ck.claim_path, which says which way claims go. The concurrent cases
--- are test/specs/queue_frontier.spec.
+-- are test/specs/queue_frontier_race.spec.
 SET concurrency_kit.full_claim_interval = '1h';
 SELECT ck.create_queue('fq') IS NOT NULL AS created;
 SELECT count(*) AS known_before_any_claim FROM ck_internal.claim_frontier('fq');

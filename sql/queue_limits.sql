@@ -1,6 +1,6 @@
 -- Concurrency limits (0.3.0): at most max_running jobs of a key ready or leased at once, the
 -- others parked until a job of the key leaves the queue. The races are
--- test/specs/queue_limits.spec.
+-- test/specs/queue_limits_race.spec.
 SELECT ck.create_queue('lq', lease => '1 hour', max_attempts => 2) IS NOT NULL AS created;
 CREATE FUNCTION pg_temp.jobs() RETURNS TABLE (id bigint, key text, parked boolean, leased boolean)
 LANGUAGE sql AS $$

@@ -1,4 +1,4 @@
--- Unique jobs and cancellation (0.3.0). The races are test/specs/queue_unique.spec and
+-- Unique jobs and cancellation (0.3.0). The races are test/specs/queue_unique_race.spec and
 -- test/specs/queue_cancel.spec.
 SELECT ck.create_queue('uq', max_attempts => 2) IS NOT NULL AS created;
 SELECT indexdef FROM pg_indexes WHERE tablename = 'uq' AND indexdef LIKE '%unique_key%';

@@ -1,12 +1,12 @@
 // Module entry: the magic block and one-time initialisation.
-#include "pg.hpp"
-#include "citus.hpp"
-#include "lock_namespace.hpp"
-#include "plan_cache.hpp"
-#include "queue_activity.hpp"
-#include "queue_frontier.hpp"
-#include "queue_plan.hpp"
-#include "queue_wakeup.hpp"
+#include "base/pg.hpp"
+#include "base/citus.hpp"
+#include "locks/lock_namespace.hpp"
+#include "base/plan_cache.hpp"
+#include "queue/signal/activity.hpp"
+#include "queue/signal/frontier.hpp"
+#include "queue/store/plans.hpp"
+#include "queue/signal/wakeup.hpp"
 
 extern "C" {
 #if PG_VERSION_NUM >= 180000

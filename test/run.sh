@@ -112,7 +112,7 @@ suite() {
     local name=$1 counter=$2 out="$workdir/${1//\//_}.out" status=0 p f start=$SECONDS
     shift 2
     echo "== $name"
-    log_offset=$(stat -c %s "$CK_SERVER_LOG")
+    log_offset=$(stat -c %s "$CK_SERVER_LOG" 2>/dev/null || echo 0)  # 0 before the cluster starts
     "$@" 2>&1 | tee "$out" || status=$?
     read -r p f < <("$counter" "$out")
     if ((status != 0 && f == 0)); then
@@ -184,7 +184,7 @@ build_check() {
     local warnings
     warnings=$(grep -c 'warning:' "$workdir/build.out" || true)
     if ((warnings == 0)); then
-        echo "ok 1 - PostgreSQL $major: $(ls src/*.o | wc -l) objects compiled without a warning"
+        echo "ok 1 - PostgreSQL $major: $(find src -name "*.o" | wc -l) objects compiled without a warning"
     else
         echo "not ok 1 - PostgreSQL $major: the build printed $warnings warnings"
         grep -A3 'warning:' "$workdir/build.out" | sed 's/^/# /'
@@ -252,6 +252,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# make test checks the tree's shape first, cheaply, before the build (test/layers.sh: every include of src/ points down
+# the floors of src/README.md; the tests' names); a failure there fails the run at its closing line.
+if [[ $mode == test ]] && runnable layers python3; then
+    suite layers count_tap bash "$here/layers.sh" || true
+fi
 echo "== building and installing concurrency_kit for PostgreSQL $major"
 # make test compiles every object anew, so that its warning check sees them all.
 [[ $mode != test ]] || make -s clean PG_CONFIG="$PG_CONFIG"

@@ -1,0 +1,82 @@
+// What the function audits (ck.volatility_audit, ck.lock_audit) share: the functions in
+// scope, the per-function subtransaction that is always rolled back, and the walk that
+// yields every raw statement of a PL/pgSQL or SQL body.
+//
+// The walks are plain C over palloc'd data: they run inside the analyse callback, itself
+// inside one pg_call, and own no C++ object.
+#pragma once
+
+#include "base/pg.hpp"
+
+#include <vector>
+
+extern "C" {
+#include "nodes/nodeFuncs.h"
+#include "nodes/parsenodes.h"
+#include "parser/parser.h"
+#include "access/htup.h"
+}
+
+namespace ck {
+
+// A SQL or PL/pgSQL function in scope of an audit.
+struct AuditCandidate {
+    Oid fn;
+    char declared; // provolatile
+    bool is_sql;   // else PL/pgSQL
+};
+
+// Runs inside the function's own subtransaction, always rolled back, with its search path set;
+// tup is its pg_proc row. An error is reported as "could not analyse: ..." (errors of the
+// classes that must stop the audit are rethrown).
+using AnalyseFn = void (*)(const AuditCandidate &c, HeapTuple tup, void *arg);
+
+// Puts the rows of one audited function into the result set, then readies arg for the next;
+// error is audit_function's. Runs inside pg_call.
+using ReportFn = void (*)(const AuditCandidate &c, const char *error, void *arg, ReturnSetInfo *rsinfo);
+
+// An audit call (schema name as argument 0, NULL for all): every function in scope is analysed
+// by audit_function, then reported. Allocations that must outlive the analysis go to the
+// context current at the call (the result set's rows are copied in any case).
+void run_audit(FunctionCallInfo fcinfo, AnalyseFn analyse, ReportFn report, void *arg);
+
+// Callbacks of a body walk; each returns true to stop the walk.
+struct BodyWalk {
+    // One raw statement; source is the text that raw's location and length refer to.
+    bool (*statement)(RawStmt *raw, const char *source, void *arg);
+    // Something that is no SQL statement and certainly has effects (PL/pgSQL COMMIT, ROLLBACK).
+    bool (*effect)(const char *what, void *arg);
+    // Something that cannot be analysed (dynamic SQL, an unknown PL/pgSQL statement).
+    bool (*maybe)(const char *what, void *arg);
+    void *arg;
+    bool stopped;
+};
+
+// Every raw statement of a text.
+void walk_raw_text(const char *sql, RawParseMode mode, BodyWalk *w);
+
+// A PL/pgSQL function, compiled by PL/pgSQL itself: declared defaults, bound cursor queries,
+// then every statement of the body.
+void walk_plpgsql_body(Oid fn, BodyWalk *w);
+
+// A SQL function: its string body, or its BEGIN ATOMIC / RETURN body as PostgreSQL deparses it
+// (with the search path in force, as set by audit_function).
+void walk_sql_body(HeapTuple tup, BodyWalk *w);
+
+#if PG_VERSION_NUM >= 160000
+// Since 16 the tree walkers are macros that cast to tree_walker_callback, which is already
+// the walkers' own type: pass them through unchanged.
+inline tree_walker_callback as_walker(tree_walker_callback fn)
+{
+    return fn;
+}
+#else
+// Before 16 the tree walkers take an unprototyped function pointer (C's "bool (*)()");
+// going through void (*)() says the conversion is intended.
+inline bool (*as_walker(bool (*fn)(Node *, void *)))()
+{
+    return reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)()>(fn));
+}
+#endif
+
+} // namespace ck

@@ -1,0 +1,43 @@
+// claim_wait's loop (wait.hpp). The waiter prepares to sleep before each look, so a commit that
+// comes between the look and the sleep still wakes it.
+#include "base/boundary.hpp"
+#include "base/plan_cache.hpp"
+#include "queue/engine/wait.hpp"
+#include "queue/signal/wakeup.hpp"
+
+extern "C" {
+#include "utils/timestamp.h"
+}
+
+#include <algorithm>
+
+namespace ck {
+
+void wait_for_jobs(Oid queue, TimestampTz deadline, const std::function<bool()> &look,
+                   const std::function<TimestampTz(TimestampTz)> &due)
+{
+    bool on_commit = pg_call([] { return queue_wakeup_active(); });
+    long poll_ms = 10;
+    for (;;) {
+        pg_call([&] { queue_wait_prepare(queue); });
+        if (look())
+            break;
+        TimestampTz now = GetCurrentTimestamp();
+        if (now >= deadline)
+            break;
+        TimestampTz wake = std::min(deadline, due(now));
+        // At most a minute per nap (the wait functions take an int of milliseconds).
+        long nap_ms = static_cast<long>(std::min<TimestampTz>((wake - now + 999) / 1000, 60000));
+        if (!on_commit) {
+            nap_ms = std::min(nap_ms, poll_ms);
+            poll_ms = std::min(poll_ms * 2, 200L);   // short looks, never a busy loop
+        }
+        // A long wait frees the plans invalidations retired meanwhile, as a new call would.
+        if (outermost_call())
+            plan_cache_sweep();
+        pg_call([&] { queue_wait_sleep(std::max(nap_ms, 1L)); });
+    }
+    pg_call([] { queue_wait_cancel(); });
+}
+
+} // namespace ck

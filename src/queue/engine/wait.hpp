@@ -1,0 +1,20 @@
+// claim_wait's one loop, for a queue of this node and a distributed one alike: look, and while
+// nothing came, sleep until a commit wakes the queue (signal/wakeup.hpp), the next job comes due,
+// or the deadline.
+#pragma once
+
+#include "base/pg.hpp"
+
+#include <functional>
+
+namespace ck {
+
+// look() claims and says whether the wait is over; due(now) is when a job comes due by itself
+// (a schedule, a retry, a lease end: DT_NOEND for never). Each nap lasts at most a minute; without
+// the shared state (no wake-up on commit) it looks again after 10 ms, doubling to 200 ms.
+// Returns when look() says so or the deadline has passed; a cancel or statement_timeout ends it
+// as an error.
+void wait_for_jobs(Oid queue, TimestampTz deadline, const std::function<bool()> &look,
+                   const std::function<TimestampTz(TimestampTz)> &due);
+
+} // namespace ck

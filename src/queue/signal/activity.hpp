@@ -1,0 +1,32 @@
+// Activity counters per queue since the shared state appeared (ck.queue_activity): at the
+// server's start when preloaded, else at the first use of a queue (shared_memory.hpp). What a transaction did is counted when it commits (a
+// rolled-back claim claimed nothing); what a call ran into (a lost acknowledgement, a
+// refused duplicate) is counted at once, since the call's own error may roll it back.
+#pragma once
+
+#include "base/pg.hpp"
+
+namespace ck {
+
+enum class Activity : int {
+    Enqueued,     // rows that entered the queue: ck.enqueue, plain INSERT, ck.retry_dead
+    Claimed,
+    Completed,
+    Failed,       // ck.fail with the lease held, whatever followed
+    Retried,      // ... and the job was scheduled again
+    Buried,       // moved to the dead letters by ck.fail or as an expired last attempt
+    Cancelled,
+    LostAcks,     // an acknowledgement that found the lease gone (counted at once)
+    Duplicates,   // an enqueue whose unique key was taken (counted at once)
+    Kinds
+};
+
+// Defines the GUC (when preloading) and asks for the shared memory; from _PG_init.
+void queue_activity_init();
+
+// Neither raises; both are no-ops in a backend not attached to the shared state (every queue
+// function attaches before it counts: queue_statement).
+void count_at_commit(Oid queue, Activity what, uint64 n = 1);
+void count_now(Oid queue, Activity what, uint64 n = 1);
+
+} // namespace ck

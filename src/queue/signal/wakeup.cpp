@@ -1,0 +1,146 @@
+// Wake-up on commit for ck.claim_wait: shared condition variables, a per-transaction list
+// of queues to wake, and the trigger ck.queue_ready that every queue carries.
+#include "queue/signal/wakeup.hpp"
+#include "base/boundary.hpp"
+#include "base/shared_memory.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "utils/rel.h"
+#include "utils/wait_event.h"
+}
+
+namespace ck {
+
+namespace {
+
+// Enough slots that unrelated queues rarely share one; 256 condition variables are ~4 kB.
+constexpr uint32 slot_count = 256;
+
+struct Slots {
+    ConditionVariable cv[slot_count];
+};
+
+Slots *slots = nullptr;
+ConditionVariable *prepared = nullptr;   // the slot this backend prepared to sleep on
+
+// Queues this transaction made jobs ready in; past capacity every slot is woken.
+constexpr int max_marked = 32;
+uint32 marked[max_marked];
+int nmarked = 0;
+bool wake_all = false;
+
+#if PG_VERSION_NUM >= 170000
+// 17+ names an extension's wait events: pg_stat_activity shows CkClaimWait. Registered on the
+// first sleep, since it takes a shared lock and may raise (inside pg_call there), then kept
+// for the backend's life (an id is never 0: it carries the class bits).
+uint32 claim_wait_event = 0;
+
+uint32 wait_event()
+{
+    if (claim_wait_event == 0)
+        claim_wait_event = WaitEventExtensionNew("CkClaimWait");
+    return claim_wait_event;
+}
+#else
+uint32 wait_event()
+{
+    return PG_WAIT_EXTENSION;
+}
+#endif
+
+uint32 slot_of(Oid queue)
+{
+    return hash_combine(murmurhash32(MyDatabaseId), murmurhash32(queue)) % slot_count;
+}
+
+void on_xact(XactEvent event, void *)
+{
+    if (event == XACT_EVENT_COMMIT && slots != nullptr) {
+        // The commit is visible to other snapshots by now (ProcArrayEndTransaction ran).
+        if (wake_all)
+            for (uint32 i = 0; i < slot_count; i++)
+                ConditionVariableBroadcast(&slots->cv[i]);
+        else
+            for (int i = 0; i < nmarked; i++)
+                ConditionVariableBroadcast(&slots->cv[marked[i]]);
+    }
+    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+        event == XACT_EVENT_PREPARE) {
+        nmarked = 0;
+        wake_all = false;
+        prepared = nullptr;   // an abort has cancelled the sleep itself
+    }
+}
+
+// Shared memory, made: every condition variable ready for use.
+void init_slots(void *memory)
+{
+    Slots *made = static_cast<Slots *>(memory);
+    for (uint32 i = 0; i < slot_count; i++)
+        ConditionVariableInit(&made->cv[i]);
+}
+
+} // namespace
+
+void queue_wakeup_init()
+{
+    RegisterXactCallback(on_xact, nullptr);
+    shared_memory_request("concurrency_kit claim_wait slots", sizeof(Slots), reinterpret_cast<void **>(&slots),
+                          init_slots);
+}
+
+bool queue_wakeup_active()
+{
+    return shared_memory_attach();
+}
+
+void queue_mark_ready(Oid queue)
+{
+    // Attached even for the first job: a waiter elsewhere may sleep on this queue's slot.
+    if (wake_all || !shared_memory_attach())
+        return;
+    uint32 slot = slot_of(queue);
+    for (int i = 0; i < nmarked; i++)
+        if (marked[i] == slot)
+            return;
+    if (nmarked == max_marked)
+        wake_all = true;
+    else
+        marked[nmarked++] = slot;
+}
+
+void queue_wait_prepare(Oid queue)
+{
+    if (!shared_memory_attach())
+        return;
+    prepared = &slots->cv[slot_of(queue)];
+    ConditionVariablePrepareToSleep(prepared);
+}
+
+void queue_wait_sleep(long timeout_ms)
+{
+    uint32 event = wait_event();
+    if (prepared != nullptr) {
+        (void) ConditionVariableTimedSleep(prepared, timeout_ms, event);
+        return;
+    }
+    (void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout_ms, event);
+    ResetLatch(MyLatch);
+    CHECK_FOR_INTERRUPTS();
+}
+
+void queue_wait_cancel()
+{
+    if (prepared != nullptr)
+        ConditionVariableCancelSleep();
+    prepared = nullptr;
+}
+
+} // namespace ck

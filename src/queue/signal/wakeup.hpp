@@ -1,0 +1,30 @@
+// Wake-up on commit for ck.claim_wait. In the shared state (shared_memory.hpp), a
+// small array of condition variables addressed by (database, queue): a transaction
+// that made jobs of a queue ready broadcasts on that queue's slot once its commit is
+// visible; an abort broadcasts nothing. Slots are hashed, so a waiter may wake for another
+// queue's commit (it looks, finds nothing, sleeps again); it cannot miss one, since it
+// prepares to sleep before it looks.
+#pragma once
+
+#include "base/pg.hpp"
+
+namespace ck {
+
+// Asks for the shared memory; called from _PG_init.
+void queue_wakeup_init();
+
+// True when the shared slots exist (attaching to them first; inside pg_call).
+bool queue_wakeup_active();
+
+// This transaction made jobs of queue ready (or scheduled them): wake its waiters at commit.
+// Attaches first; a no-op without the shared slots. Raises like pg_call's callees: call it inside pg_call.
+void queue_mark_ready(Oid queue);
+
+// The waiter's side, all inside pg_call: prepare before looking for jobs, then sleep up to
+// timeout_ms (interruptible), and cancel once done. Without the shared slots,
+// queue_wait_sleep sleeps on the backend's latch for timeout_ms.
+void queue_wait_prepare(Oid queue);
+void queue_wait_sleep(long timeout_ms);
+void queue_wait_cancel();
+
+} // namespace ck

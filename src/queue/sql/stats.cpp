@@ -1,0 +1,128 @@
+// ck.queue_stats: counts for dashboards, from index ranges that stay small (see the Stats
+// statement in store/statements.cpp for what is exact and what is estimated); ck.claim_frontier and
+// ck.claim_path.
+#include "base/args.hpp"
+#include "queue/store/statements.hpp"
+#include "queue/signal/wakeup.hpp"
+#include "queue/sql/entry.hpp"
+#include "queue/signal/frontier.hpp"
+#include "base/spi.hpp"
+
+extern "C" {
+#include "access/relation.h"
+#include "storage/bufmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+}
+
+namespace {
+
+// The queue's rows as the planner estimates them: the density of its last analysis times
+// its blocks now (known only once it has been analysed).
+int64 estimated_rows(Oid queue, bool *known)
+{
+    return ck::pg_call([&] {
+        Relation rel = relation_open(queue, AccessShareLock);
+        int64 rows = 0;
+        *known = rel->rd_rel->relpages > 0 && rel->rd_rel->reltuples >= 0;
+        if (*known)
+            rows = static_cast<int64>(rel->rd_rel->reltuples / rel->rd_rel->relpages *
+                                      RelationGetNumberOfBlocks(rel));
+        relation_close(rel, AccessShareLock);
+        return rows;
+    });
+}
+
+// The queue argument of a function that reads its frontier: not NULL, readable by the caller.
+Oid readable_queue(FunctionCallInfo fcinfo)
+{
+    ck::require_arg(fcinfo, 0, "queue");
+    Oid queue = PG_GETARG_OID(0);
+    ck::pg_call([&] {
+        AclResult acl = pg_class_aclcheck(queue, GetUserId(), ACL_SELECT);
+        if (acl != ACLCHECK_OK)
+            aclcheck_error(acl, OBJECT_TABLE, get_rel_name(queue));
+    });
+    return queue;
+}
+
+} // namespace
+
+CK_FUNCTION(ck_queue_stats)
+{
+    ck::require_arg(fcinfo, 0, "queue");
+    Oid queue = PG_GETARG_OID(0);
+    return ck::on_queue(fcinfo, queue, ck::Route{ck::Route::Kind::Stats}, [&] {
+        const ck::QueuePlan &p = ck::queue_statement(ck::QueueStatement::Stats, queue);
+        bool known = false;
+        Datum values[1] = {Int64GetDatum(estimated_rows(queue, &known))};
+        uint64 rows = ck::queue_execute(p, queue, values, known ? nullptr : "n", ck::Snap::ReadOnly);
+        return ck::pg_call([&] {
+            if (rows != 1 || SPI_tuptable == nullptr)
+                elog(ERROR, "the statistics of queue \"%s\" came back as " UINT64_FORMAT " rows", get_rel_name(queue), rows);
+            TupleDesc desc;
+            if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+                elog(ERROR, "return type must be a row type");
+            return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], BlessTupleDesc(desc)));
+        });
+    });
+}
+
+// ck.claim_frontier(queue): where each known priority's claims start reading the claim index
+// (run_at NULL: at its beginning; id NULL: at the first job of that run_at). No rows while the frontier is not known
+// (ck.claim_path says why): nothing was claimed since the shared state appeared, it was reset, or
+// the queue has more priorities than it keeps (see signal/frontier.cpp).
+CK_FUNCTION(ck_claim_frontier)
+{
+    Oid queue = readable_queue(fcinfo);
+    ck::spi_connect();
+    (void) ck::queue_statement(ck::QueueStatement::Priorities, queue);   // raises unless a queue
+    ck::spi_finish();
+    ck::FrontierView view;
+    bool known = ck::pg_call([&] { return ck::frontier_read(queue, &view); });
+    ck::pg_call([&] {
+        ReturnSetInfo *rsinfo = ck::begin_result_set(fcinfo);
+        for (int i = 0; known && i < view.npriorities; i++) {
+            bool at_start = view.start[i].run_at == DT_NOBEGIN;
+            bool any_id = view.start[i].id == PG_INT64_MIN;
+            Datum values[3] = {Int32GetDatum(view.priority[i]), TimestampTzGetDatum(view.start[i].run_at),
+                               Int64GetDatum(view.start[i].id)};
+            bool nulls[3] = {false, at_start, any_id};
+            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        }
+    });
+    return (Datum) 0;
+}
+
+// ck.claim_path(queue): which way this session's next claim of queue goes, and why: 'frontier'
+// (from each priority's frontier: the claim's cost follows the claimable jobs), 'discover' (the
+// next claim finds the priorities, then goes from the frontier) or 'full' (the whole claim
+// index, dead entries included); 'distributed' for a Citus queue (claimed on its workers).
+CK_FUNCTION(ck_claim_path)
+{
+    Oid queue = readable_queue(fcinfo);
+    ck::spi_connect();
+    ck::ClaimPath path{"distributed", "a Citus queue: each claim runs on the workers that hold its shards"};
+    if (ck::queue_distribution(queue) == nullptr) {
+        (void) ck::queue_statement(ck::QueueStatement::Priorities, queue);   // raises unless a queue
+        path = ck::pg_call([&] { return ck::frontier_path(queue); });
+    }
+    ck::spi_finish();
+    return ck::pg_call([&] {
+        TupleDesc desc;
+        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+            elog(ERROR, "return type must be a row type");
+        Datum values[2] = {CStringGetTextDatum(path.path), CStringGetTextDatum(path.reason)};
+        bool nulls[2] = {false, false};
+        return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+    });
+}
+
+// ck.claim_wait_mode(): 'commit' when waiters wake on commit, 'poll' otherwise.
+CK_FUNCTION(ck_claim_wait_mode)
+{
+    return ck::pg_call([&] { return PointerGetDatum(cstring_to_text(ck::queue_wakeup_active() ? "commit" : "poll")); });
+}

@@ -1,0 +1,487 @@
+// The SQL of every queue statement, built once per backend and queue from the queue's row
+// in ck.queues. Identifiers are quoted; values are parameters.
+#include "base/boundary.hpp"
+#include "base/qualify.hpp"
+#include "queue/store/statements.hpp"
+#include "queue/store/plans.hpp"
+#include "base/relation.hpp"
+#include "base/shared_memory.hpp"
+#include "base/spi.hpp"
+
+extern "C" {
+#include "access/table.h"
+#include "storage/bufmgr.h"
+#include "utils/timestamp.h"
+}
+
+#include <stdexcept>
+
+namespace ck {
+
+namespace {
+
+struct QueueRow {
+    bool found;
+    Oid dead_letters;
+    Interval lease;
+    int32 max_attempts;
+};
+
+// The one statement of the queue's settings, shared by every queue (hence not a QueueStatement).
+enum class SettingsStatement : uint8_t { QueueRow };
+
+QueueRow read_queue_row(Oid relid)
+{
+    PlanKey key(SettingsStatement::QueueRow, InvalidOid, InvalidOid, "", nullptr);
+    const Prepared &p = prepare_once(key, [] {
+        Prepared config;
+        Oid types[1] = {REGCLASSOID};
+        config.plan = pg_call([&] {
+            return prepare_kept("SELECT dead_letters, lease, max_attempts FROM ck.queues WHERE queue OPERATOR(pg_catalog.=) $1",
+                                1, types);
+        });
+        return config;
+    });
+    Datum values[1] = {ObjectIdGetDatum(relid)};
+    QueueRow row{};
+    if (execute_plan(p.plan, values, nullptr, Snap::ReadOnly) == 0)
+        return row;
+    bool isnull;
+    row.found = true;
+    row.dead_letters = DatumGetObjectId(result_datum(0, 1, &isnull));
+    row.lease = *DatumGetIntervalP(result_datum(0, 2, &isnull));
+    row.max_attempts = DatumGetInt32(result_datum(0, 3, &isnull));
+    return row;
+}
+
+// One statement's SQL, parameter types and planner options.
+struct Statement {
+    std::string sql;
+    Oid types[7];
+    int nargs;
+    int cursor_options;
+    bool by_id = false;   // reads the queue's rows by id only (plans.hpp)
+};
+
+// Leases and retry times count from the moment of the call ($n = the current time, not
+// now(), which is frozen at transaction start: a claim_wait would never see jobs enqueued
+// while it waits, and a lease taken late in a long transaction would start in the past).
+// The claim's plan is kept generic: with LIMIT $1 the planner would otherwise plan every
+// call afresh.
+constexpr int generic_fast = CURSOR_OPT_GENERIC_PLAN | CURSOR_OPT_FAST_PLAN;
+// Statements that find their jobs by id keep the generic plan store/plans.cpp makes with only the
+// indexes that start with id: planned from statistics that saw the queue empty (an ANALYZE,
+// manual or automatic, while a big insert was not yet committed), a lookup by id walked the
+// whole claim index (id is its last column) at every call.
+constexpr int by_id_generic = CURSOR_OPT_GENERIC_PLAN;
+
+// Acknowledgements test the token with "(lease_token = $2) IS TRUE": a bare
+// "lease_token = $2" would let the planner prove lease_token IS NOT NULL and pick the small
+// partial index of leased jobs over the primary key, scanning every leased job.
+// Every operator is schema-qualified (CK_OP, see qualify.hpp), and so is every function and
+// type: the statements run with the caller's search_path.
+#define EQ CK_OP("=")
+Statement statement_for(QueueStatement kind, const std::string &q, const std::string &dead, bool has_dependencies)
+{
+    const std::string now = "pg_catalog.now()";
+    const std::string token_is = "(lease_token" EQ "$2) IS TRUE";
+    // The queue's distinct priorities, one index probe each (a loose scan of the claim index).
+    const std::string priorities = "WITH RECURSIVE priorities AS ("
+        "  (SELECT priority FROM " + q + " ORDER BY priority LIMIT 1)"
+        "  UNION ALL"
+        "  SELECT (SELECT priority FROM " + q + " WHERE priority" CK_OP(">") "p.priority ORDER BY priority LIMIT 1)"
+        "  FROM priorities AS p WHERE p.priority IS NOT NULL"
+        ")";
+    switch (kind) {
+    case QueueStatement::Enqueue:
+        return {"INSERT INTO " + q + " (payload, run_at, priority) VALUES ($1, $2, $3) RETURNING id",
+                {JSONBOID, TIMESTAMPTZOID, INT4OID}, 3, 0};
+    // With a concurrency key, parked ($5 not NULL: run_at is then 'infinity') or not.
+    case QueueStatement::EnqueueKeyed:
+        return {"INSERT INTO " + q + " (payload, run_at, priority, concurrency_key, parked_run_at)"
+                " VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID}, 5, 0};
+    case QueueStatement::EnqueueUnique:
+        // ON CONFLICT DO NOTHING waits for a transaction still inserting the key and decides
+        // on its outcome, so a key never goes to two jobs and a rolled-back holder frees it.
+        return {"INSERT INTO " + q + " (payload, run_at, priority, unique_key, concurrency_key, parked_run_at)"
+                " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id",
+                {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, TIMESTAMPTZOID}, 6, 0};
+    case QueueStatement::FindUnique:
+        return {"SELECT id FROM " + q + " WHERE unique_key" EQ "$1", {TEXTOID}, 1, 0};
+    // A key's window ($1 queue, $2 key): taken when it has no row or its window has ended ($4 is
+    // the moment); ON CONFLICT waits for a transaction still taking it and decides on its outcome.
+    case QueueStatement::WindowTake:
+        return {"INSERT INTO ck.unique_windows AS w (queue, unique_key, until) VALUES ($1, $2, $3)"
+                " ON CONFLICT (queue, unique_key) DO UPDATE SET until = EXCLUDED.until, job = NULL"
+                " WHERE w.until" CK_OP("<=") "$4 RETURNING true",
+                {REGCLASSOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}, 4, 0};
+    // The join (which the planner removes) asks for SELECT on the queue, as a duplicate found
+    // in the queue itself would: the windows alone must not tell a job's id to whoever may insert.
+    case QueueStatement::WindowHolder:
+        return {"SELECT w.job FROM ck.unique_windows AS w LEFT JOIN " + q + " AS j ON j.id" EQ "w.job"
+                " WHERE w.queue" EQ "$1 AND w.unique_key" EQ "$2",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case QueueStatement::WindowSetJob:
+        return {"UPDATE ck.unique_windows SET job = $3 WHERE queue" EQ "$1 AND unique_key" EQ "$2",
+                {REGCLASSOID, TEXTOID, INT8OID}, 3, 0};
+    // Concurrency limits ($1 queue, $2 key; rules/limits.cpp). The slot row is made at the
+    // key's limit (its own, else the queue's default) the first time a limited key is seen, and
+    // locked with FOR UPDATE, which writes no new row version (an ON CONFLICT DO UPDATE that
+    // only locks would leave one behind at every enqueue).
+    case QueueStatement::SlotCreate:
+        return {"INSERT INTO ck.concurrency_slots (queue, concurrency_key, free)"
+                " SELECT $1, $2, l.max_running FROM ck.concurrency_limits AS l WHERE l.queue" EQ "$1"
+                "   AND (l.concurrency_key" EQ "$2 OR l.concurrency_key IS NULL) ORDER BY l.concurrency_key IS NULL LIMIT 1"
+                " ON CONFLICT (queue, concurrency_key) DO NOTHING",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case QueueStatement::SlotPeek:
+        return {"SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$1 AND concurrency_key" EQ "$2",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case QueueStatement::SlotLock:
+        return {"SELECT free FROM ck.concurrency_slots WHERE queue" EQ "$1 AND concurrency_key" EQ "$2 FOR UPDATE",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case QueueStatement::SlotDecrement:
+        return {"UPDATE ck.concurrency_slots SET free = free" CK_OP("-") "1 WHERE queue" EQ "$1 AND concurrency_key" EQ "$2",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case QueueStatement::SlotIncrement:
+        return {"UPDATE ck.concurrency_slots SET free = free" CK_OP("+") "1 WHERE queue" EQ "$1 AND concurrency_key" EQ "$2",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case QueueStatement::Park:
+        return {"UPDATE " + q + " SET parked_run_at = COALESCE(parked_run_at, run_at),"
+                " run_at = 'infinity'::pg_catalog.timestamptz WHERE id" EQ "$1",
+                {INT8OID}, 1, by_id_generic, true};
+    case QueueStatement::HandOver:
+        // The oldest parked job of key $1 takes a departed job's slot, if the key's slot row ($3 the
+        // queue) has free >= 0; the row is only read: this changes no count (rules/limits.cpp).
+        // No row: no limit, free < 0 after a limit was lowered, or no parked job. Another
+        // transaction's lock on a parked job (it is cancelling it) is skipped. The job is ready from
+        // the moment it gets the slot ($2), or later at its own run_at: back at its enqueue time it
+        // would sit below the claim frontier among the dead entries of every job claimed since, and
+        // lower the frontier there for every claim. The slot test is a one-time filter, checked
+        // before the pick, and the job is updated where the pick locked it, not looked up by id
+        // again (a plan of 7 nodes, 2 index scans: it runs at every departure of a limited key).
+        // A job the pick locked in a version newer than the statement's snapshot is not updated:
+        // no row, and the locked way that follows finds it again. Where nothing but the update
+        // itself would happen (no user trigger, no row security...), rules/handover.cpp does the
+        // same with the access methods, without a statement.
+        // (A job still waiting for its dependencies is parked too, and not the key's to move.)
+        return {"UPDATE " + q + " AS j SET run_at = GREATEST(j.parked_run_at, $2), parked_run_at = NULL WHERE j.ctid" EQ "("
+                "SELECT p.ctid FROM " + q + " AS p WHERE p.concurrency_key" EQ "$1 AND p.parked_run_at IS NOT NULL" +
+                (has_dependencies ? " AND p.waiting_for IS NULL" : "") +
+                " ORDER BY p.priority, p.parked_run_at, p.id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+                " AND (SELECT s.free FROM ck.concurrency_slots AS s WHERE s.queue" EQ "$3 AND s.concurrency_key" EQ "$1)"
+                CK_OP(">=") "0 RETURNING j.priority, j.run_at, j.id",
+                {TEXTOID, TIMESTAMPTZOID, REGCLASSOID}, 3, by_id_generic, false};
+    // A parked job by id, ready from its own run_at or $2 if later: a dependant whose last
+    // dependency completed and which got its key's slot, or a job placed by a wrong guess.
+    case QueueStatement::UnparkJob:
+        return {"UPDATE " + q + " SET run_at = GREATEST(parked_run_at, $2), parked_run_at = NULL"
+                " WHERE id" EQ "$1 AND parked_run_at IS NOT NULL RETURNING priority, run_at, id",
+                {INT8OID, TIMESTAMPTZOID}, 2, by_id_generic, true};
+    case QueueStatement::WindowPurge:
+        // Windows that have ended are kept only until a later windowed enqueue of the queue
+        // removes them, a few at a time, skipping any another enqueue is taking again.
+        return {"DELETE FROM ck.unique_windows WHERE ctid" EQ "ANY (ARRAY("
+                "SELECT ctid FROM ck.unique_windows WHERE queue" EQ "$1 AND until" CK_OP("<=") "$2"
+                " ORDER BY until LIMIT 8 FOR UPDATE SKIP LOCKED))",
+                {REGCLASSOID, TIMESTAMPTZOID}, 2, 0};
+    case QueueStatement::Cancel:
+        // The job as it was goes to the dead letters; whether its lease was still valid says
+        // whether a worker may be running it.
+        return {"WITH gone AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *), dead AS ("
+                "INSERT INTO " + dead + " (id, job, attempts, last_error) "
+                "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, 'cancelled' FROM gone AS g) "
+                "SELECT lease_token IS NOT NULL AND run_at" CK_OP(">") "$2, priority, run_at FROM gone",
+                {INT8OID, TIMESTAMPTZOID}, 2, by_id_generic, true};
+    // Dependencies (rules/dependencies.cpp). A waiting job is parked at 'infinity' with its own
+    // run_at kept, as a job held back by its concurrency key is; it takes no slot until ready.
+    case QueueStatement::EnqueueWaiting:
+        return {"INSERT INTO " + q + " (payload, run_at, priority, unique_key, concurrency_key, parked_run_at, waiting_for)"
+                " VALUES ($1, 'infinity'::pg_catalog.timestamptz, $3, $4, $5, $2, $6)"
+                " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id",
+                {JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID}, 6, 0};
+    case QueueStatement::DepLock:
+        return {"SELECT id, priority, run_at, has_dependants FROM " + q + " WHERE id" EQ "ANY ($1) ORDER BY id FOR KEY SHARE",
+                {INT8ARRAYOID}, 1, by_id_generic, true};
+    case QueueStatement::DepMark:
+        return {"UPDATE " + q + " SET has_dependants = true WHERE id" EQ "ANY ($1) AND has_dependants IS NULL",
+                {INT8ARRAYOID}, 1, by_id_generic, true};
+    case QueueStatement::DepDead:
+        return {"SELECT id, last_error FROM " + dead + " WHERE id" EQ "ANY ($1) ORDER BY id LIMIT 1", {INT8ARRAYOID}, 1, 0};
+    case QueueStatement::DepEdges:
+        return {"INSERT INTO ck.job_dependencies (queue, job, dependant) SELECT $1, d.job, $3 FROM pg_catalog.unnest($2) AS d(job)",
+                {REGCLASSOID, INT8ARRAYOID, INT8OID}, 3, 0};
+    case QueueStatement::DepDeparted:
+        return {"INSERT INTO ck.dependency_departures AS d (queue, job, failure) VALUES ($1, $2, $3)"
+                " ON CONFLICT (queue, job) DO UPDATE SET failure = EXCLUDED.failure",
+                {REGCLASSOID, INT8OID, TEXTOID}, 3, 0};
+    case QueueStatement::DepNext:
+        return {"SELECT job, failure FROM ck.dependency_departures WHERE queue" EQ "$1 ORDER BY job LIMIT 1 FOR UPDATE SKIP LOCKED",
+                {REGCLASSOID}, 1, 0};
+    case QueueStatement::DepAny:
+        return {"SELECT FROM ck.dependency_departures WHERE queue" EQ "$1 LIMIT 1", {REGCLASSOID}, 1, 0};
+    case QueueStatement::DepTake:
+        return {"DELETE FROM ck.job_dependencies WHERE ctid" EQ "ANY (ARRAY("
+                "SELECT ctid FROM ck.job_dependencies WHERE queue" EQ "$1 AND job" EQ "$2 ORDER BY dependant LIMIT $3)) RETURNING dependant",
+                {REGCLASSOID, INT8OID, INT4OID}, 3, 0};
+    case QueueStatement::DepDone:
+        return {"DELETE FROM ck.dependency_departures WHERE queue" EQ "$1 AND job" EQ "$2", {REGCLASSOID, INT8OID}, 2, 0};
+    case QueueStatement::DepRelease: {
+        // $1 sorted: dependants are locked in id order by every release (no deadlock between
+        // two), each looked up by id (the join of CompleteMany, planned the same way). A dependant without a concurrency key is ready at zero, from now or its own
+        // run_at; one with a key still has to get a slot (rules/dependencies.cpp).
+        const std::string last = "j.waiting_for" EQ "1 AND j.concurrency_key IS NULL";
+        return {"UPDATE " + q + " AS j SET waiting_for = CASE WHEN j.waiting_for" CK_OP(">") "1 THEN j.waiting_for"
+                CK_OP("-") "1 END, run_at = CASE WHEN " + last + " THEN GREATEST(j.parked_run_at, $2) ELSE j.run_at END,"
+                " parked_run_at = CASE WHEN " + last + " THEN NULL ELSE j.parked_run_at END"
+                " FROM pg_catalog.unnest($1) AS d(id) WHERE j.id" EQ "ANY (ARRAY[d.id]) AND j.waiting_for IS NOT NULL"
+                " RETURNING j.priority, j.run_at, j.id, j.waiting_for IS NULL, j.parked_run_at IS NOT NULL, j.concurrency_key",
+                {INT8ARRAYOID, TIMESTAMPTZOID}, 2, 0};
+    }
+    case QueueStatement::DepBury:
+        return {"WITH gone AS (DELETE FROM " + q + " AS j USING pg_catalog.unnest($1) AS d(id)"
+                " WHERE j.id" EQ "ANY (ARRAY[d.id]) AND j.waiting_for IS NOT NULL RETURNING j.*), dead AS ("
+                "INSERT INTO " + dead + " (id, job, attempts, last_error) "
+                "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, $2 FROM gone AS g) SELECT pg_catalog.count(*) FROM gone",
+                {INT8ARRAYOID, TEXTOID}, 2, 0};
+    case QueueStatement::Claim:
+    case QueueStatement::ClaimFrom:
+    case QueueStatement::ClaimFromOne: {
+        // One statement: pick ready jobs in order, skipping rows other claimers hold, and
+        // lease them. run_at becomes the lease end, so an expired lease is ready again. Each
+        // row also returns the key it was claimed at (its old priority and run_at) and the
+        // xmin of that version, which the frontier needs (engine/claim.cpp, take_claimed). ClaimFrom
+        // reads the known priorities in order ($5), each from its frontier ($6, $7), in one
+        // statement: a nested loop over the arrays, each priority one index descent, which
+        // stops once the batch is full. With the priority fixed, run_at <= $4 ends a priority's
+        // scan, and the row comparison starts it at (run_at, id) itself (not at the first of
+        // many jobs enqueued with one run_at). ClaimFromOne is the same for one priority ($5,
+        // $6, $7 scalars), without the loop: a few microseconds less for the usual queue. The picked rows are a
+        // MATERIALIZED CTE, run once, and the update finds them by id in a nested loop: as a
+        // subquery, a plan made after an ANALYZE of a bloated queue put the pick on the inner
+        // side of a nested loop and ran it again for every row of the table. The join is
+        // "j.id = ANY (ARRAY[c.id])", not "j.id = c.id": an equality the planner could merge
+        // on makes a full scan of the primary key useful to it, and after such an ANALYZE it
+        // put that scan outside the loop and read the whole table at every claim. Without it,
+        // and with the indexes store/plans.cpp leaves it, the one plan not disabled looks each
+        // row up by primary key. (The caller puts the rows in claim order: an ORDER BY here
+        // would be planned as a disabled sort.)
+        std::string pick = kind == QueueStatement::Claim
+            ? "SELECT id, priority, run_at, xmin FROM " + q + " WHERE run_at" CK_OP("<=") "$4 AND attempts" CK_OP("<")
+              "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
+            : kind == QueueStatement::ClaimFromOne
+            ? "SELECT id, priority, run_at, xmin FROM " + q + " WHERE priority" EQ "$5 AND (run_at, id)" CK_OP(">=")
+              "($6, $7) AND run_at" CK_OP("<=") "$4 AND attempts" CK_OP("<") "$3 ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
+            : "SELECT x.id, x.priority, x.run_at, x.xmin FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6), "
+              "pg_catalog.unnest($7)) AS f (p, r, i) CROSS JOIN LATERAL (SELECT id, priority, run_at, xmin FROM " + q +
+              " WHERE priority" EQ "f.p AND (run_at, id)" CK_OP(">=") "(f.r, f.i) AND run_at" CK_OP("<=") "$4 AND attempts"
+              CK_OP("<") "$3 ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS x LIMIT $1";
+        Statement st{"WITH c AS MATERIALIZED (" + pick + ") "
+                     "UPDATE " + q + " AS j SET lease_token = pg_catalog.nextval('ck.lease_tokens'::pg_catalog.regclass), "
+                     "run_at = $4" CK_OP("+") "$2, attempts = j.attempts" CK_OP("+") "1 FROM c WHERE j.id" EQ "ANY (ARRAY[c.id]) "
+                     "RETURNING j.id, j.lease_token, j.attempts, j.payload, j.run_at, c.priority, c.run_at, c.xmin",
+                     {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID},
+                     kind == QueueStatement::Claim ? 4 : 7, generic_fast};
+        if (kind == QueueStatement::ClaimFromOne) {
+            st.types[4] = INT4OID;
+            st.types[5] = TIMESTAMPTZOID;
+            st.types[6] = INT8OID;
+        }
+        return st;
+    }
+    case QueueStatement::Priorities:
+        // At most one more than the frontier keeps, which says there are too many.
+        return {priorities + " SELECT priority FROM priorities WHERE priority IS NOT NULL LIMIT " +
+                    std::to_string(frontier_max_priorities + 1),
+                {}, 0, 0};
+    case QueueStatement::Heads:
+        // After the periodic full claim: the first job claimable at $2 in each priority of $1
+        // (those it did not reach), read without a lock; engine/claim.cpp lowers each frontier to it.
+        return {"SELECT x.priority, x.run_at, x.id FROM pg_catalog.unnest($1) AS f (p) CROSS JOIN LATERAL (SELECT priority, "
+                "run_at, id FROM " + q + " WHERE priority" EQ "f.p AND run_at" CK_OP("<=") "$2 AND attempts" CK_OP("<")
+                "$3 ORDER BY run_at, id LIMIT 1) AS x",
+                {INT4ARRAYOID, TIMESTAMPTZOID, INT4OID}, 3, generic_fast};
+    case QueueStatement::Bury:
+        return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "ANY (ARRAY(SELECT id FROM " + q +
+                " WHERE lease_token IS NOT NULL AND run_at" CK_OP(">=") "$3 AND run_at" CK_OP("<=") "$2 AND attempts"
+                CK_OP(">=") "$1 ORDER BY run_at LIMIT " + std::to_string(bury_batch) + " FOR UPDATE SKIP LOCKED)) RETURNING *) "
+                ", dead AS (INSERT INTO " + dead + " (id, job, attempts, last_error) "
+                "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, "
+                "'lease expired on the last attempt' FROM buried AS b) "
+                "SELECT id, priority, run_at FROM buried",
+                {INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}, 3, generic_fast};
+    case QueueStatement::Complete:
+        return {"DELETE FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " RETURNING priority, run_at",
+                {INT8OID, INT8OID}, 2, by_id_generic, true};
+    case QueueStatement::CompleteMany:
+        // Pairs matched on the primary key; a pair whose token is stale matches nothing. Each
+        // pair's job is looked up by id, as the claim's update does (the same join, planned the
+        // same way: see the claim above and store/plans.cpp).
+        return {"DELETE FROM " + q + " AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS a(id, lease_token) "
+                "WHERE j.id" EQ "ANY (ARRAY[a.id]) AND (j.lease_token" EQ "a.lease_token) IS TRUE RETURNING j.id, j.priority, j.run_at",
+                {INT8ARRAYOID, INT8ARRAYOID}, 2, generic_fast};
+    case QueueStatement::FailLock:
+        return {"SELECT attempts, priority, run_at FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " FOR UPDATE",
+                {INT8OID, INT8OID}, 2, by_id_generic, true};
+    case QueueStatement::FailRetry:
+        return {"UPDATE " + q + " SET lease_token = NULL, run_at = $4" CK_OP("+") "$2, last_error = $3 "
+                "WHERE id" EQ "$1 RETURNING priority, run_at",
+                {INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID}, 4, by_id_generic, true};
+    case QueueStatement::FailDead:
+        return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *) "
+                "INSERT INTO " + dead + " (id, job, attempts, last_error) "
+                "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, $2 FROM buried AS b",
+                {INT8OID, TEXTOID}, 2, by_id_generic, true};
+    case QueueStatement::ExtendLease:
+        // o is the row as it was: where the job is ready again if this transaction aborts.
+        return {"UPDATE " + q + " AS j SET run_at = $4" CK_OP("+") "$3 FROM " + q + " AS o WHERE j.id" EQ "$1 AND o.id"
+                EQ "$1 AND (j.lease_token" EQ "$2) IS TRUE RETURNING j.run_at, o.priority, o.run_at",
+                {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}, 4, by_id_generic, true};
+    case QueueStatement::RetryDead:
+        return {"WITH revived AS (DELETE FROM " + dead + " WHERE id" EQ "$1 RETURNING job) "
+                "INSERT INTO " + q + " SELECT r.* FROM revived, pg_catalog.jsonb_populate_record(NULL::" + q +
+                ", revived.job" CK_OP("||") "pg_catalog.jsonb_build_object('attempts', 0, 'lease_token', NULL, "
+                "'run_at', " + now + ", 'last_error', NULL, 'parked_run_at', NULL, 'waiting_for', NULL, 'has_dependants', NULL)) AS r",
+                {INT8OID}, 1, 0};
+    case QueueStatement::PurgeDead:
+        return {"DELETE FROM " + dead + " WHERE died_at" CK_OP("<") "(" + now + CK_OP("-") "$1)", {INTERVALOID}, 1, 0};
+    case QueueStatement::NextDueOf:
+        // The same over the priorities the frontier knows ($2), without the loose scan, which
+        // walks the dead entries at the head of each priority, and only up to $3.
+        return {"SELECT pg_catalog.min(n.run_at) FROM pg_catalog.unnest($2) AS p(priority),"
+                "  LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority" EQ "p.priority AND j.run_at" CK_OP(">")
+                "$1 AND j.run_at" CK_OP("<=") "$3 ORDER BY j.run_at LIMIT 1) AS n",
+                {TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZOID}, 3, 0};
+    case QueueStatement::NextDue:
+        return {priorities + " SELECT pg_catalog.min(n.run_at) FROM priorities AS p,"
+                "  LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority" EQ "p.priority AND j.run_at" CK_OP(">")
+                "$1 ORDER BY j.run_at LIMIT 1) AS n WHERE p.priority IS NOT NULL",
+                {TIMESTAMPTZOID}, 1, 0};
+    case QueueStatement::Stats:
+        // Exact counts from the index ranges that stay small (leased, scheduled and claimable
+        // up to 10,000 rows); past that, ready is estimated from the table's size ($1, from
+        // the relcache: pg_class would hide a Citus shard from a client's session).
+        return {priorities + ", leased AS ("
+                "  SELECT pg_catalog.count(*) FILTER (WHERE run_at" CK_OP(">") + now + ") AS running,"
+                "         pg_catalog.count(*) FILTER (WHERE run_at" CK_OP("<=") + now + ") AS expired"
+                "  FROM " + q + " WHERE lease_token IS NOT NULL"
+                "), future AS ("
+                "  SELECT pg_catalog.count(*) AS n FROM priorities AS p,"
+                "    LATERAL (SELECT 1 FROM " + q + " AS j WHERE j.priority" EQ "p.priority AND j.run_at" CK_OP(">") + now +
+                "             AND j.lease_token IS NULL) AS f"
+                "  WHERE p.priority IS NOT NULL"
+                "), claimable AS ("
+                "  SELECT pg_catalog.count(*) AS n FROM (SELECT 1 FROM " + q + " WHERE run_at" CK_OP("<=") + now +
+                "    AND lease_token IS NULL LIMIT 10001) AS c"
+                "), oldest AS ("
+                "  SELECT pg_catalog.min(o.run_at) AS run_at FROM priorities AS p,"
+                "    LATERAL (SELECT run_at FROM " + q + " AS j WHERE j.priority" EQ "p.priority"
+                "             AND j.run_at" CK_OP("<=") + now + " AND j.lease_token IS NULL ORDER BY j.run_at LIMIT 1) AS o"
+                "  WHERE p.priority IS NOT NULL"
+                ")"
+                " SELECT CASE WHEN claimable.n" CK_OP("<=") "10000 THEN claimable.n"
+                "        ELSE GREATEST(10001, $1" CK_OP("-") "future.n" CK_OP("-") "leased.running"
+                CK_OP("-") "leased.expired) END,"
+                "   future.n, leased.running, leased.expired,"
+                "   (SELECT pg_catalog.count(*) FROM " + dead + "),"
+                "   " + now + CK_OP("-") "oldest.run_at,"
+                "   claimable.n" CK_OP(">") "10000"
+                " FROM leased, future, claimable, oldest",
+                {INT8OID}, 1, 0};
+    default:
+        throw std::logic_error("not a queue statement");
+    }
+}
+#undef EQ
+
+// The statements whose generic plan plans.cpp makes apart from their execution: those that walk
+// the claim index in order (the claim, the burial) and those that find their jobs by id.
+bool planned_apart(QueueStatement kind)
+{
+    switch (kind) {
+    case QueueStatement::Claim:
+    case QueueStatement::ClaimFrom:
+    case QueueStatement::ClaimFromOne:
+    case QueueStatement::Heads:
+    case QueueStatement::Bury:
+    case QueueStatement::Complete:
+    case QueueStatement::CompleteMany:
+    case QueueStatement::FailLock:
+    case QueueStatement::FailRetry:
+    case QueueStatement::FailDead:
+    case QueueStatement::ExtendLease:
+    case QueueStatement::Cancel:
+    case QueueStatement::Park:
+    case QueueStatement::UnparkJob:
+    case QueueStatement::HandOver:
+    case QueueStatement::DepLock:
+    case QueueStatement::DepMark:
+    case QueueStatement::DepRelease:
+    case QueueStatement::DepBury:
+        return true;
+    default:
+        return false;
+    }
+}
+
+} // namespace
+
+BlockNumber table_blocks(Oid relid)
+{
+    return pg_call([&] {
+        Relation rel = table_open(relid, AccessShareLock);
+        BlockNumber blocks = RelationGetNumberOfBlocks(rel);
+        table_close(rel, AccessShareLock);
+        return blocks;
+    });
+}
+
+const QueuePlan &queue_statement(QueueStatement kind, Oid relid)
+{
+    // A backend's first queue call attaches to the shared state (made now if it is the first
+    // after the server's start): its counts and claims need it from then on.
+    if (!shared_memory_tried())
+        pg_call([] { (void) shared_memory_attach(); });
+    PlanKey key(kind, relid, InvalidOid, "", nullptr);
+    return prepare_once<QueuePlan>(key, [&] {
+        TableRef table = pg_call([&] { return table_ref(relid); });
+        QueueRow row = read_queue_row(relid);
+        if (!row.found)
+            throw Error(ERRCODE_WRONG_OBJECT_TYPE, fmt("table \"%s\" is not a queue", table.qualified),
+                        "", "Create queues with ck.create_queue().");
+        const char *dead = pg_call([&] {
+            if (get_rel_relkind(row.dead_letters) == '\0')
+                ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                                errmsg("the dead-letter table of queue \"%s\" is missing", table.qualified)));
+            return quote_qualified_identifier(get_namespace_name(get_rel_namespace(row.dead_letters)),
+                                              get_rel_name(row.dead_letters));
+        });
+        // Queues made before 0.3.1 and not updated have no dependencies (nor their columns).
+        bool has_dependencies = pg_call([&] { return get_attnum(relid, "waiting_for") != InvalidAttrNumber; });
+        Statement s = statement_for(kind, table.sql, dead, has_dependencies);
+        QueuePlan p;
+        p.plan = pg_call([&] { return prepare_kept(s.sql.c_str(), s.nargs, s.types, s.cursor_options); });
+        p.table = table.name;
+        p.qualified = table.qualified;
+        p.max_attempts = row.max_attempts;
+        p.lease = row.lease;
+        p.dead_letters = row.dead_letters;
+        p.has_dependencies = has_dependencies;
+        p.apart = planned_apart(kind);
+        p.by_id = s.by_id;
+        if (kind == QueueStatement::Claim || kind == QueueStatement::ClaimFrom || kind == QueueStatement::ClaimFromOne)
+            p.planned_blocks = table_blocks(relid);
+        return p;
+    });
+}
+
+uint64 queue_execute(const QueuePlan &p, Oid queue, Datum *values, const char *nulls, Snap snap, Snapshot snapshot)
+{
+    if (p.apart)
+        plan_apart(p, queue);
+    return snapshot != nullptr ? execute_plan_in(p.plan, values, nulls, snapshot)
+                               : execute_plan(p.plan, values, nulls, snap);
+}
+
+} // namespace ck

@@ -1,0 +1,96 @@
+// The queue's bottom floor: every statement the queue runs on its tables, prepared once per
+// backend and queue (the SQL is in statements.cpp), and the one way to run them.
+#pragma once
+
+#include "base/plan_cache.hpp"
+#include "base/spi.hpp"
+
+namespace ck {
+
+// Longest batch a claim may ask for.
+constexpr int32 max_claim_batch = 10000;
+
+// Most jobs a claim buries at a time.
+constexpr int bury_batch = 100;
+
+// A priority the claim frontier knows costs a claim one index descent while it has no ready job
+// (ClaimFrom reads them in one statement): past this many, claims read the whole index.
+constexpr int frontier_max_priorities = 64;
+
+enum class QueueStatement : uint8_t {
+    Enqueue,
+    EnqueueKeyed,    // the same with a concurrency key
+    EnqueueUnique,   // with a unique key (and maybe a concurrency key): nothing when a job holds the key
+    FindUnique,      // the job holding a unique key
+    WindowTake,      // a unique key's time window in ck.unique_windows: taken, or nothing
+    WindowHolder,    // the job that took a key's window
+    WindowSetJob,
+    WindowPurge,     // a few of the queue's windows that have ended
+    SlotPeek,        // a key's free slots, read without a lock (no row: no limit, or new)
+    SlotLock,        // a limited concurrency key's slot row, locked: its free slots (no row: no limit, or new)
+    SlotCreate,      // the row of a key seen for the first time, at its limit (none without a limit)
+    SlotDecrement,
+    SlotIncrement,
+    Park,            // a job of a full key: held back at run_at 'infinity'
+    HandOver,        // a departed job's slot to the oldest parked job of its key, back at its own run_at
+    UnparkJob,       // a parked job that got its key's slot (a dependant ready at last, a guess settled)
+    Cancel,          // a job -> dead letters, with the reason cancelled
+    EnqueueWaiting,  // a job that waits for others (maybe with keys): parked, its count in waiting_for
+    DepLock,         // the listed jobs still in the queue, locked FOR KEY SHARE
+    DepMark,         // ... and marked as having dependants
+    DepDead,         // the first of the listed jobs that is a dead letter, and why
+    DepEdges,        // a dependant's rows of ck.job_dependencies
+    DepDeparted,     // a job with dependants left: its row of ck.dependency_departures
+    DepNext,         // the next departure to resolve, locked (others' skipped)
+    DepAny,          // whether the queue has a departure to resolve
+    DepTake,         // a batch of a departure's edges, removed
+    DepDone,         // a departure without edges left
+    DepRelease,      // dependants counted down (ready at zero when they have no concurrency key)
+    DepBury,         // dependants -> dead letters, with the reason
+    Claim,           // the whole claim index in order
+    ClaimFrom,       // the known priorities in order, each from its frontier
+    ClaimFromOne,    // the same for a queue of one known priority, without the loop over arrays
+    Priorities,      // a queue's distinct priorities (a loose scan)
+    Heads,           // the first claimable job of each given priority, unlocked (the periodic full claim)
+    Bury,            // expired jobs on their last attempt -> dead letters
+    Complete,
+    CompleteMany,
+    FailLock,
+    FailRetry,
+    FailDead,
+    ExtendLease,
+    RetryDead,
+    PurgeDead,
+    Stats,
+    NextDue,         // the earliest future run_at of a queue (a schedule or a lease end)
+    NextDueOf,       // the same over given priorities
+};
+
+// A queue statement's plan and the queue's settings from ck.queues.
+struct QueuePlan : Prepared {
+    int32 max_attempts = 0;
+    Interval lease{};
+    BlockNumber planned_blocks = 0;   // the claim: the queue's size when it was planned
+    Oid dead_letters = InvalidOid;    // the queue's dead-letter table
+    bool has_dependencies = false;    // the queue has the columns of dependencies (0.3.1)
+    bool apart = false;               // its generic plan is made apart from the execution (plans.hpp)
+    bool by_id = false;               // ... and every read of the queue in it is by id
+    mutable bool planned = false;     // that plan has been made
+};
+
+// The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors
+// when relid is not a table registered by ck.create_queue. Use it for the queue's settings;
+// run it with queue_execute.
+const QueuePlan &queue_statement(QueueStatement kind, Oid relid);
+
+// Runs statement p of queue: the one way every queue statement runs. A statement planned apart
+// (plans.hpp) gets its plan made here, right before the execution, so that no invalidation can
+// come in between. With a snapshot (a claim's, taken after its frontier was read) it runs with
+// that one instead of `snap`. Returns SPI_processed.
+uint64 queue_execute(const QueuePlan &p, Oid queue, Datum *values, const char *nulls = nullptr,
+                     Snap snap = Snap::Caller, Snapshot snapshot = nullptr);
+
+// The number of pages of table relid now.
+BlockNumber table_blocks(Oid relid);
+
+} // namespace ck
