@@ -4,7 +4,7 @@
 // overlap what follows: O(n log n), not a self-join.
 #include "base/args.hpp"
 #include "base/boundary.hpp"
-#include "guards/overlap_guard.hpp"
+#include "guards/find_overlaps.hpp"
 #include "base/spi.hpp"
 
 extern "C" {

@@ -45,9 +45,9 @@ void replan_if_grown(Oid queue, const ck::QueuePlan &claim)
 }
 
 // How far a ClaimFrom got in each priority of its view (by position in it): the last position
-// any claimed row came from, and per position the greatest old key of the rows the scan found
+// any claimed row came from, and per position the greatest old place of the rows the scan found
 // where its snapshot saw them (a row updated since by a transaction that committed later, its
-// xmin not visible to the snapshot, comes back as that newer version, whose key may lie beyond
+// xmin not visible to the snapshot, comes back as that newer version, whose place may lie beyond
 // where the scan stood, so it says nothing of how far the scan got).
 struct Reached {
     int last_position = -1;
@@ -55,7 +55,7 @@ struct Reached {
 };
 
 // The claimed rows of the last execution (id, lease_token, attempt, payload, lease_until, old
-// priority, old run_at, old xmin) go to the result; each is ready again at its old key if this
+// priority, old run_at, old xmin) go to the result; each is ready again at its old place if this
 // transaction aborts, and at its lease end once it commits (if the lease has run out by
 // then). Returns how far the scan got in each priority of view (ClaimFrom).
 Reached take_claimed(Oid queue, ReturnSetInfo *out, const FrontierView &view, Snapshot snapshot)
@@ -232,11 +232,6 @@ TimestampTz next_due(Oid queue, TimestampTz now)
 
 namespace ck {
 
-// Runs one claim, its rows appended to out. Under READ COMMITTED with the library preloaded
-// it reads each known priority from its frontier (signal/frontier.cpp), with a snapshot
-// taken after the frontier was read; otherwise, and once per full_claim_interval, the whole
-// index in one statement with the snapshot `snap`. Then, when the claim came back short (or
-// every 64th claim, for a queue that never runs short), the burial.
 uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetInfo *out)
 {
     const ck::QueuePlan &claim = ck::queue_statement(QueueStatement::Claim, queue);
@@ -316,7 +311,7 @@ void claim_wait(Oid queue, int32 batch, Interval *lease, TimestampTz deadline, R
     // The slots of jobs a look buries are handed on at the end: no key's slot row is held while
     // the call sleeps or claims again (see ck.complete_and_claim).
     DeferredDepartures departures;
-    wait_for_jobs(queue, deadline,
+    wait_for_jobs(queue, deadline, true,
                   [&] {
                       // Each look needs a new snapshot to see jobs committed while we wait.
                       uint64 claimed = claim_once(queue, batch, lease, Snap::Fresh, out);

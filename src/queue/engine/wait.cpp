@@ -13,7 +13,7 @@ extern "C" {
 
 namespace ck {
 
-void wait_for_jobs(Oid queue, TimestampTz deadline, const std::function<bool()> &look,
+void wait_for_jobs(Oid queue, TimestampTz deadline, bool sweep, const std::function<bool()> &look,
                    const std::function<TimestampTz(TimestampTz)> &due)
 {
     bool on_commit = pg_call([] { return queue_wakeup_active(); });
@@ -32,8 +32,7 @@ void wait_for_jobs(Oid queue, TimestampTz deadline, const std::function<bool()> 
             nap_ms = std::min(nap_ms, poll_ms);
             poll_ms = std::min(poll_ms * 2, 200L);   // short looks, never a busy loop
         }
-        // A long wait frees the plans invalidations retired meanwhile, as a new call would.
-        if (outermost_call())
+        if (sweep && outermost_call())
             plan_cache_sweep();
         pg_call([&] { queue_wait_sleep(std::max(nap_ms, 1L)); });
     }

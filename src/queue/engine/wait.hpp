@@ -13,8 +13,9 @@ namespace ck {
 // (a schedule, a retry, a lease end: DT_NOEND for never). Each nap lasts at most a minute; without
 // the shared state (no wake-up on commit) it looks again after 10 ms, doubling to 200 ms.
 // Returns when look() says so or the deadline has passed; a cancel or statement_timeout ends it
-// as an error.
-void wait_for_jobs(Oid queue, TimestampTz deadline, const std::function<bool()> &look,
+// as an error. With sweep, each nap first frees the plans invalidations retired meanwhile, as a
+// new call would: only for a caller that holds no plan cache entry across its looks.
+void wait_for_jobs(Oid queue, TimestampTz deadline, bool sweep, const std::function<bool()> &look,
                    const std::function<TimestampTz(TimestampTz)> &due);
 
 } // namespace ck

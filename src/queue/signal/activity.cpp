@@ -199,44 +199,34 @@ void count_now(Oid queue, Activity what, uint64 n)
     add(queue, counts);
 }
 
-} // namespace ck
-
-// ck.queue_activity(): the counters of this database's queues (those that still exist).
-CK_FUNCTION(ck_queue_activity)
+bool activity_totals(ActivityTotals *totals)
 {
-    using ck::shared;
-    if (!ck::pg_call([] { return ck::shared_memory_attach(); }))
-        throw ck::Error(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                        "ck.queue_activity needs the shared state, which this server has no room for",
-                        "The counters live in shared memory; the main segment had no spare bytes left for them.",
-                        "Add concurrency_kit to shared_preload_libraries and restart the server.");
-    uint64 uncounted = pg_atomic_read_u64(&shared->uncounted);
-    ck::pg_call([&] {
-        if (uncounted > 0)
-            ereport(WARNING, (errmsg("%llu queue events were not counted: more queues were used than "
-                                     "concurrency_kit.activity_queues (%d) allows",
-                                     static_cast<unsigned long long>(uncounted), shared->size),
-                              strcmp(ck::shared_memory_mode(), "preloaded") == 0
-                                  ? errhint("Raise concurrency_kit.activity_queues and restart the server.")
-                                  : errhint("Preload concurrency_kit (shared_preload_libraries), set "
-                                            "concurrency_kit.activity_queues and restart the server.")));
-        ReturnSetInfo *rsinfo = ck::begin_result_set(fcinfo);
-        for (int i = 0; i < shared->size; i++) {
-            ck::Entry &e = shared->entry[i];
-            uint64 key = pg_atomic_read_u64(&e.key);
-            Oid queue = static_cast<Oid>(key & 0xFFFFFFFF);
-            if (key == 0 || static_cast<Oid>(key >> 32) != MyDatabaseId ||
-                !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(queue)))
-                continue;
-            Datum values[ck::kinds + 2];
-            bool nulls[ck::kinds + 2] = {};
-            values[0] = ObjectIdGetDatum(queue);
-            for (int k = 0; k < ck::kinds; k++)
-                values[k + 1] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&e.count[k])));
-            uint64 since = pg_atomic_read_u64(&e.since);
-            values[ck::kinds + 1] = TimestampTzGetDatum(since != 0 ? static_cast<TimestampTz>(since) : GetCurrentTimestamp());
-            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-        }
-    });
-    return (Datum) 0;
+    if (!shared_memory_attach())
+        return false;
+    totals->uncounted = pg_atomic_read_u64(&shared->uncounted);
+    totals->size = shared->size;
+    return true;
 }
+
+int activity_rows(ActivityRow **rows)
+{
+    *rows = static_cast<ActivityRow *>(palloc(sizeof(ActivityRow) * (shared->size + 1)));
+    int n = 0;
+    for (int i = 0; i < shared->size; i++) {
+        Entry &e = shared->entry[i];
+        uint64 key = pg_atomic_read_u64(&e.key);
+        ActivityRow &row = (*rows)[n];
+        row.queue = static_cast<Oid>(key & 0xFFFFFFFF);
+        if (key == 0 || static_cast<Oid>(key >> 32) != MyDatabaseId ||
+            !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(row.queue)))
+            continue;
+        for (int k = 0; k < kinds; k++)
+            row.count[k] = pg_atomic_read_u64(&e.count[k]);
+        uint64 since = pg_atomic_read_u64(&e.since);
+        row.since = since != 0 ? static_cast<TimestampTz>(since) : GetCurrentTimestamp();
+        n++;
+    }
+    return n;
+}
+
+} // namespace ck

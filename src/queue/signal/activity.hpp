@@ -29,4 +29,23 @@ void queue_activity_init();
 void count_at_commit(Oid queue, Activity what, uint64 n = 1);
 void count_now(Oid queue, Activity what, uint64 n = 1);
 
+// One queue's counters, for ck.queue_activity: by Activity, and since when.
+struct ActivityRow {
+    Oid queue;
+    uint64 count[static_cast<int>(Activity::Kinds)];
+    TimestampTz since;
+};
+struct ActivityTotals {
+    uint64 uncounted = 0;   // events of queues that found no free entry
+    int size = 0;           // the entries there are (concurrency_kit.activity_queues)
+};
+
+// The totals, attaching to the shared state first; false when the server has no room for it.
+// Inside pg_call.
+bool activity_totals(ActivityTotals *totals);
+
+// The counters of every queue of this database that still exists, palloc'd; how many. After
+// activity_totals returned true. Inside pg_call.
+int activity_rows(ActivityRow **rows);
+
 } // namespace ck

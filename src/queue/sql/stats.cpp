@@ -3,6 +3,8 @@
 // ck.claim_path.
 #include "base/args.hpp"
 #include "queue/store/statements.hpp"
+#include "base/shared_memory.hpp"
+#include "queue/signal/activity.hpp"
 #include "queue/signal/wakeup.hpp"
 #include "queue/sql/entry.hpp"
 #include "queue/signal/frontier.hpp"
@@ -125,4 +127,40 @@ CK_FUNCTION(ck_claim_path)
 CK_FUNCTION(ck_claim_wait_mode)
 {
     return ck::pg_call([&] { return PointerGetDatum(cstring_to_text(ck::queue_wakeup_active() ? "commit" : "poll")); });
+}
+
+// ck.queue_activity(): the counters of this database's queues (those that still exist).
+CK_FUNCTION(ck_queue_activity)
+{
+    ck::ActivityTotals totals;
+    if (!ck::pg_call([&] { return ck::activity_totals(&totals); }))
+        throw ck::Error(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                        "ck.queue_activity needs the shared state, which this server has no room for",
+                        "The counters live in shared memory; the main segment had no spare bytes left for them.",
+                        "Add concurrency_kit to shared_preload_libraries and restart the server.");
+    ck::pg_call([&] {
+        if (totals.uncounted > 0)
+            ereport(WARNING, (errmsg("%llu queue events were not counted: more queues were used than "
+                                     "concurrency_kit.activity_queues (%d) allows",
+                                     static_cast<unsigned long long>(totals.uncounted), totals.size),
+                              strcmp(ck::shared_memory_mode(), "preloaded") == 0
+                                  ? errhint("Raise concurrency_kit.activity_queues and restart the server.")
+                                  : errhint("Preload concurrency_kit (shared_preload_libraries), set "
+                                            "concurrency_kit.activity_queues and restart the server.")));
+        ReturnSetInfo *rsinfo = ck::begin_result_set(fcinfo);
+        ck::ActivityRow *rows;
+        int n = ck::activity_rows(&rows);
+        constexpr int kinds = static_cast<int>(ck::Activity::Kinds);
+        for (int i = 0; i < n; i++) {
+            Datum values[kinds + 2];
+            bool nulls[kinds + 2] = {};
+            values[0] = ObjectIdGetDatum(rows[i].queue);
+            for (int k = 0; k < kinds; k++)
+                values[k + 1] = Int64GetDatum(static_cast<int64>(rows[i].count[k]));
+            values[kinds + 1] = TimestampTzGetDatum(rows[i].since);
+            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        }
+        pfree(rows);
+    });
+    return (Datum) 0;
 }

@@ -5,14 +5,9 @@
 
 #include "base/relation.hpp"
 
-#include <string>
-#include <vector>
-
 namespace ck {
 
 constexpr int max_guard_keys = 32;
-// Most pairs ck.find_overlaps returns in one call (they are held in memory until returned).
-constexpr int max_overlap_pairs = 1000000;
 
 struct OverlapTarget {
     TableRef table;
@@ -32,16 +27,5 @@ OverlapTarget overlap_target(FunctionCallInfo fcinfo);
 // enforces the constraint shard by shard): adds it to the keys with a NOTICE when missing; 0A000 when it is the
 // range column.
 void citus_overlap_key(OverlapTarget &t);
-
-// The guard's DDL, statement by statement (each ends with ";\n"); constraint_name NULL derives a free name.
-std::vector<std::string> overlap_guard_ddl(const OverlapTarget &t, const char *constraint_name);
-
-// Up to max_pairs pairs of rows that overlap, into the current SPI result-free memory:
-// each pair as (a tid, b tid, key text, a_range text, b_range text) appended to store.
-struct OverlapPair {
-    Datum a, b;               // tid
-    const char *key, *a_range, *b_range;
-};
-int find_overlap_pairs(const OverlapTarget &t, int max_pairs, OverlapPair *pairs);
 
 } // namespace ck
