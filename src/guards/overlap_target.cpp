@@ -16,8 +16,6 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include <string>
-#include <vector>
 
 namespace ck {
 

@@ -37,7 +37,6 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include <algorithm>
 
 namespace ck {
 

@@ -7,7 +7,6 @@
 #include "queue/signal/activity.hpp"
 #include "base/boundary.hpp"
 #include "base/shared_memory.hpp"
-#include "base/spi.hpp"
 
 extern "C" {
 #include "common/hashfn.h"

@@ -6,13 +6,11 @@
 
 extern "C" {
 #include "access/xact.h"
-#include "commands/trigger.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
-#include "utils/rel.h"
 #include "utils/wait_event.h"
 }
 

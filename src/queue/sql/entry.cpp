@@ -12,7 +12,7 @@ int32 batch_arg(FunctionCallInfo fcinfo, int argno)
     int32 batch = PG_GETARG_INT32(argno);
     if (batch < 1 || batch > max_claim_batch)
         throw Error(ERRCODE_INVALID_PARAMETER_VALUE,
-                        fmt("batch must be between 1 and %d, got %d", max_claim_batch, batch));
+                    fmt("batch must be between 1 and %d, got %d", max_claim_batch, batch));
     return batch;
 }
 
@@ -43,10 +43,10 @@ Error lease_lost(const Prepared &p, Datum id, Datum token, const char *try_form)
         hint += fmt(" %s instead of raising.", try_form);
     // The token in the DETAIL: the message stays the same for every attempt of the job.
     return Error(CK_ERRCODE_LEASE_LOST,
-                     fmt("lease lost: job " INT64_FORMAT " of queue %s", DatumGetInt64(id), p.qualified.c_str()),
-                     fmt("Lease token " INT64_FORMAT " is no longer current: the lease expired and the job was "
-                             "claimed again, or the job was finished or cancelled.", DatumGetInt64(token)),
-                     hint);
+                 fmt("lease lost: job " INT64_FORMAT " of queue %s", DatumGetInt64(id), p.qualified.c_str()),
+                 fmt("Lease token " INT64_FORMAT " is no longer current: the lease expired and the job was "
+                     "claimed again, or the job was finished or cancelled.", DatumGetInt64(token)),
+                 hint);
 }
 
 } // namespace ck
