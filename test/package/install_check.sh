@@ -54,13 +54,13 @@ expect "CREATE EXTENSION from the package; a queue's job enqueued, claimed and c
     SELECT ck.enqueue('jobs', '{\"to\": \"ann\"}');
     SELECT ck.complete('jobs', id, lease_token) FROM ck.claim('jobs');
     SELECT extversion || ', ' || (SELECT count(*) FROM jobs) || ' jobs left' FROM pg_extension
-    WHERE extname = 'concurrency_kit'")" "1.0.0, 0 jobs left"
+    WHERE extname = 'concurrency_kit'")" "1.1.0, 0 jobs left"
 
 expect "ALTER EXTENSION concurrency_kit UPDATE keeps the older release's jobs and its lease" "$(sql old "
     ALTER EXTENSION concurrency_kit UPDATE;
     SELECT extversion || ', ' || (SELECT count(*) FROM emails) || ' jobs, '
         || (SELECT count(*) FROM emails WHERE lease_token IS NOT NULL) || ' leased'
-    FROM pg_extension WHERE extname = 'concurrency_kit'")" "1.0.0, 10 jobs, 1 leased"
+    FROM pg_extension WHERE extname = 'concurrency_kit'")" "1.1.0, 10 jobs, 1 leased"
 expect "the updated queue's 9 free jobs are claimed and completed with the 1.0 calls" "$(sql old "
     SELECT count(*) FILTER (WHERE ck.complete('emails', id, lease_token)) FROM ck.claim('emails', 100)")" "9"
 

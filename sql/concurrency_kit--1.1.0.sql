@@ -1,4 +1,4 @@
--- concurrency_kit 1.0.0: install script. Every function runs as the caller (SECURITY
+-- concurrency_kit 1.1.0: install script. Every function runs as the caller (SECURITY
 -- INVOKER); tables are regclass, columns name. No function carries a SET clause: everything
 -- the extension runs is immune to the caller's search_path by construction (relations
 -- printed from their OIDs, operators written OPERATOR(pg_catalog.op) or the type's own
@@ -396,6 +396,18 @@ LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER ROWS 10
 AS 'MODULE_PATHNAME', 'ck_queue_activity';
 COMMENT ON FUNCTION ck.queue_activity() IS
 'counters per queue of this database since the shared state appeared (the server''s start when the library is preloaded, else the first use of a queue after it) or since the queue was first used: jobs enqueued, claimed, completed, failed (of which retried and buried), cancelled, counted when their transaction commits; acknowledgements that found the lease lost and duplicate unique keys refused, counted at once';
+
+-- The queue in production (1.1.0, issue 47). Each part's objects go below its own heading.
+
+-- Pause and resume
+
+-- Rate limits (and ck.try_rate for any SQL)
+
+-- Job timeouts, distinct from the lease
+
+-- Bulk redrive and purge of dead letters by filter
+
+-- History of finished jobs, results, waiting for a job
 
 ------------------------------------------------------------------------------------------
 -- Advisory locks keyed by (int4, int4), never hashed
