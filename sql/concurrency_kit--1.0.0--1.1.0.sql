@@ -1,6 +1,6 @@
 -- concurrency_kit 1.0.0 -> 1.1.0: the queue in production (issue 47). Every 1.0.0 call keeps
--- its meaning; what is new is opt-in per queue. Names schema-qualified, nothing SECURITY DEFINER
--- (the control file's trusted = true).
+-- its meaning; what is new is opt-in per queue. Every name schema-qualified, every function
+-- SECURITY INVOKER (the control file's trusted = true).
 \echo Use "ALTER EXTENSION concurrency_kit UPDATE TO '1.1.0'" to load this file. \quit
 
 ------------------------------------------------------------------------------------------
