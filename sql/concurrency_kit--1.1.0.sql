@@ -127,7 +127,9 @@ CREATE TABLE ck.queues (
                      CHECK (lease > interval '0' AND pg_catalog.isfinite(lease)),
     max_attempts integer NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
     notify       boolean NOT NULL,
-    created_at   timestamptz NOT NULL DEFAULT now()
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    timeout      interval CONSTRAINT queues_timeout_check
+                     CHECK (timeout > interval '0' AND pg_catalog.isfinite(timeout))
 );
 COMMENT ON TABLE ck.queues IS 'queues made by ck.create_queue: dead-letter table, default lease, max attempts';
 ALTER TABLE ck.queues ENABLE ROW LEVEL SECURITY;
@@ -405,7 +407,35 @@ COMMENT ON FUNCTION ck.queue_activity() IS
 
 -- Job timeouts, distinct from the lease
 
+-- A job's attempt runs at most ck.queues.timeout (NULL: no limit), whatever its heartbeats: the
+-- claim records the attempt's deadline in the job's column timeout_at and caps its lease there,
+-- ck.extend_lease never carries the lease past it, and once it has passed the attempt fails with
+-- the reason 'timeout' (retried or buried by the usual rules); an acknowledgement after it finds
+-- the lease lost (CK005).
+COMMENT ON COLUMN ck.queues.timeout IS
+'how long one attempt of a job may run in all, whatever its heartbeats (NULL: no limit); then it fails with the reason timeout';
+
 -- Bulk redrive and purge of dead letters by filter
+
+-- ck.retry_dead and ck.purge_dead for every dead letter matching all the conditions given (NULL:
+-- no condition), one batch per call, oldest first; rows another transaction holds are skipped.
+CREATE FUNCTION ck.retry_dead_matching(queue regclass, last_error text DEFAULT NULL, error_like text DEFAULT NULL,
+                                       older_than interval DEFAULT NULL, min_attempts integer DEFAULT NULL,
+                                       payload_contains jsonb DEFAULT NULL, batch integer DEFAULT 1000)
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_retry_dead_matching';
+COMMENT ON FUNCTION ck.retry_dead_matching(regclass, text, text, interval, integer, jsonb, integer) IS
+'puts up to batch dead jobs matching every condition given (last_error equal, last_error LIKE error_like, died more than older_than ago, attempts >= min_attempts, payload @> payload_contains) back in their queue, as ck.retry_dead, oldest first; one whose unique key another job holds stays dead; returns how many';
+
+CREATE FUNCTION ck.purge_dead_matching(queue regclass, last_error text DEFAULT NULL, error_like text DEFAULT NULL,
+                                       older_than interval DEFAULT NULL, min_attempts integer DEFAULT NULL,
+                                       payload_contains jsonb DEFAULT NULL, batch integer DEFAULT 1000)
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_purge_dead_matching';
+COMMENT ON FUNCTION ck.purge_dead_matching(regclass, text, text, interval, integer, jsonb, integer) IS
+'deletes up to batch dead letters matching every condition given (as ck.retry_dead_matching), oldest first; returns how many';
 
 -- History of finished jobs, results, waiting for a job
 
