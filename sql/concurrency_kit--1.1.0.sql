@@ -415,6 +415,24 @@ COMMENT ON FUNCTION ck.queue_activity() IS
 COMMENT ON COLUMN ck.queues.timeout IS
 'how long one attempt of a job may run in all, whatever its heartbeats (NULL: no limit); then it fails with the reason timeout';
 
+-- Not on a distributed queue (0A000): its shards are queues of their own on the workers, whose
+-- rows of ck.queues the coordinator's does not reach (ck.distribute_queue refuses a queue with one).
+CREATE FUNCTION ck_internal.queue_timeout_local() RETURNS trigger
+LANGUAGE plpgsql SECURITY INVOKER
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM ck.distributed_queues AS d WHERE d.queue OPERATOR(pg_catalog.=) NEW.queue) THEN
+        RAISE EXCEPTION 'queue % is distributed, and a distributed queue takes no job timeout', NEW.queue
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION ck_internal.queue_timeout_local() IS
+'trigger on ck.queues (BEFORE INSERT OR UPDATE OF timeout, a timeout set): refuses it on a distributed queue (0A000)';
+CREATE TRIGGER queues_timeout_local BEFORE INSERT OR UPDATE OF timeout ON ck.queues
+    FOR EACH ROW WHEN (NEW.timeout IS NOT NULL) EXECUTE FUNCTION ck_internal.queue_timeout_local();
+
 -- Bulk redrive and purge of dead letters by filter
 
 -- ck.retry_dead and ck.purge_dead for every dead letter matching all the conditions given (NULL:
@@ -1060,7 +1078,7 @@ BEGIN
             DETAIL = 'The extension citus is not installed in this database.',
             HINT = 'Run it on the coordinator of a Citus cluster, after CREATE EXTENSION citus there and on the workers.';
     END IF;
-    SELECT q.dead_letters, q.lease, q.max_attempts, q.notify INTO config
+    SELECT q.dead_letters, q.lease, q.max_attempts, q.notify, q.timeout INTO config
     FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) distribute_queue.queue;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'table % is not a queue', queue_name USING ERRCODE = 'wrong_object_type',
@@ -1077,6 +1095,10 @@ BEGIN
     IF config.notify THEN
         RAISE EXCEPTION 'queue % notifies listeners on enqueue, which a distributed queue does not', queue_name
             USING ERRCODE = 'feature_not_supported', HINT = 'Make the queue with notify => false and wait with ck.claim_wait.';
+    END IF;
+    IF config.timeout IS NOT NULL THEN
+        RAISE EXCEPTION 'queue % has a job timeout, which a distributed queue does not take', queue_name
+            USING ERRCODE = 'feature_not_supported', HINT = 'Set its timeout in ck.queues to NULL first.';
     END IF;
     dead_name := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, config.dead_letters, 0)).identity;
     EXECUTE pg_catalog.format('LOCK TABLE %s, %s IN ACCESS EXCLUSIVE MODE', queue_name, dead_name);

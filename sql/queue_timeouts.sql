@@ -62,6 +62,10 @@ SELECT test.outcome($$UPDATE ck.queues SET timeout = '0' WHERE queue = 'tq'::reg
 SELECT test.outcome($$UPDATE ck.queues SET timeout = '-1 minute' WHERE queue = 'tq'::regclass$$) LIKE '23514:%' AS negative;
 SELECT test.outcome($$UPDATE ck.queues SET timeout = 'infinity' WHERE queue = 'tq'::regclass$$) LIKE '23514:%' AS infinite;
 SELECT timeout FROM ck.queues WHERE queue = 'tq'::regclass;
+-- Not on a distributed queue (0A000; its shards' settings are theirs): tq passed for one here.
+INSERT INTO ck.distributed_queues (queue, parts, shards) VALUES ('tq', '{0}', '{tq_102008}');
+SELECT test.outcome($$UPDATE ck.queues SET timeout = '1 minute' WHERE queue = 'tq'::regclass$$);
+DELETE FROM ck.distributed_queues WHERE queue = 'tq'::regclass;
 
 -- Privileges: another role can neither set a queue's timeout (row-level security: nothing
 -- updated) nor run past it; a worker with today's rights (SELECT, UPDATE, DELETE on the queue,
