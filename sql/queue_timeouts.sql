@@ -62,6 +62,11 @@ SELECT test.outcome($$UPDATE ck.queues SET timeout = '0' WHERE queue = 'tq'::reg
 SELECT test.outcome($$UPDATE ck.queues SET timeout = '-1 minute' WHERE queue = 'tq'::regclass$$) LIKE '23514:%' AS negative;
 SELECT test.outcome($$UPDATE ck.queues SET timeout = 'infinity' WHERE queue = 'tq'::regclass$$) LIKE '23514:%' AS infinite;
 SELECT timeout FROM ck.queues WHERE queue = 'tq'::regclass;
+-- A timeout past the last timestamp is none (the claim does not fail on it).
+UPDATE ck.queues SET timeout = '178000000 years' WHERE queue = 'tq'::regclass;
+SELECT ck.enqueue('tq') AS job \gset
+SELECT count(ck.complete('tq', id, lease_token)) AS completed FROM ck.claim('tq');
+UPDATE ck.queues SET timeout = NULL WHERE queue = 'tq'::regclass;
 -- Not on a distributed queue (0A000; its shards' settings are theirs): tq passed for one here.
 INSERT INTO ck.distributed_queues (queue, parts, shards) VALUES ('tq', '{0}', '{tq_102008}');
 SELECT test.outcome($$UPDATE ck.queues SET timeout = '1 minute' WHERE queue = 'tq'::regclass$$);

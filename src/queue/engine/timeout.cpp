@@ -4,6 +4,7 @@
 // a job (its run_at is its timeout_at), and the burial that follows short claims fails it, here.
 // Acknowledgements after the deadline find the lease lost (CK005): the attempt's effects roll back
 // with them, so nothing an attempt does after its timeout is kept, whether or not it was failed yet.
+#include "base/args.hpp"
 #include "queue/engine/timeout.hpp"
 #include "queue/rules/backoff.hpp"
 #include "queue/rules/dependencies.hpp"
@@ -32,6 +33,9 @@ Interval timed_lease(const QueuePlan &claim, const Interval &lease)
 TimestampTz timed_deadline(const QueuePlan &claim, TimestampTz moment)
 {
     Interval timeout = claim.timeout;
+    // A timeout that reaches past the last timestamp is none (rather than a claim failing 22008).
+    if (static_cast<double>(moment) + interval_usecs(&timeout) >= static_cast<double>(END_TIMESTAMP))
+        return DT_NOEND;
     return pg_call([&] {
         return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(moment),
                                                        IntervalPGetDatum(&timeout)));
