@@ -98,7 +98,8 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
     // Job timeouts (engine/timeout.cpp): a queue's table with the column timeout_at (1.1.0) has
     // acknowledgements refused once the attempt's timeout has passed, and a queue with a timeout
     // set has claims pass over the jobs that reached it (lease end = timeout_at: theirs to time
-    // out). Queues without the column, or without a timeout, run the statements as before.
+    // out). Queues without the column run the statements as before; one with it but no timeout
+    // pays a NULL test in those acknowledgements and a NULL the claim writes ($8).
     const std::string in_time = has_timeout ? " AND (timeout_at IS NULL OR timeout_at" CK_OP(">")
                                               "pg_catalog.clock_timestamp())" : "";
     const std::string not_timed_out = timed ? " AND (timeout_at IS NULL OR lease_token IS NULL OR run_at" CK_OP("<")
