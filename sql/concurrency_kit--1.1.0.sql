@@ -127,7 +127,9 @@ CREATE TABLE ck.queues (
                      CHECK (lease > interval '0' AND pg_catalog.isfinite(lease)),
     max_attempts integer NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
     notify       boolean NOT NULL,
-    created_at   timestamptz NOT NULL DEFAULT now()
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    timeout      interval CONSTRAINT queues_timeout_check
+                     CHECK (timeout > interval '0' AND pg_catalog.isfinite(timeout))
 );
 COMMENT ON TABLE ck.queues IS 'queues made by ck.create_queue: dead-letter table, default lease, max attempts';
 ALTER TABLE ck.queues ENABLE ROW LEVEL SECURITY;
@@ -405,7 +407,53 @@ COMMENT ON FUNCTION ck.queue_activity() IS
 
 -- Job timeouts, distinct from the lease
 
+-- A job's attempt runs at most ck.queues.timeout (NULL: no limit), whatever its heartbeats: the
+-- claim records the attempt's deadline in the job's column timeout_at and caps its lease there,
+-- ck.extend_lease never carries the lease past it, and once it has passed the attempt fails with
+-- the reason 'timeout' (retried or buried by the usual rules); an acknowledgement after it finds
+-- the lease lost (CK005).
+COMMENT ON COLUMN ck.queues.timeout IS
+'how long one attempt of a job may run in all, whatever its heartbeats (NULL: no limit); then it fails with the reason timeout';
+
+-- Not on a distributed queue (0A000): its shards are queues of their own on the workers, whose
+-- rows of ck.queues the coordinator's does not reach (ck.distribute_queue refuses a queue with one).
+CREATE FUNCTION ck_internal.queue_timeout_local() RETURNS trigger
+LANGUAGE plpgsql SECURITY INVOKER
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM ck.distributed_queues AS d WHERE d.queue OPERATOR(pg_catalog.=) NEW.queue) THEN
+        RAISE EXCEPTION 'queue % is distributed, and a distributed queue takes no job timeout', NEW.queue
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION ck_internal.queue_timeout_local() IS
+'trigger on ck.queues (BEFORE INSERT OR UPDATE OF timeout, a timeout set): refuses it on a distributed queue (0A000)';
+CREATE TRIGGER queues_timeout_local BEFORE INSERT OR UPDATE OF timeout ON ck.queues
+    FOR EACH ROW WHEN (NEW.timeout IS NOT NULL) EXECUTE FUNCTION ck_internal.queue_timeout_local();
+
 -- Bulk redrive and purge of dead letters by filter
+
+-- ck.retry_dead and ck.purge_dead for every dead letter matching all the conditions given (NULL:
+-- no condition), one batch per call, oldest first; rows another transaction holds are skipped.
+CREATE FUNCTION ck.retry_dead_matching(queue regclass, last_error text DEFAULT NULL, error_like text DEFAULT NULL,
+                                       older_than interval DEFAULT NULL, min_attempts integer DEFAULT NULL,
+                                       payload_contains jsonb DEFAULT NULL, batch integer DEFAULT 1000)
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_retry_dead_matching';
+COMMENT ON FUNCTION ck.retry_dead_matching(regclass, text, text, interval, integer, jsonb, integer) IS
+'puts up to batch dead jobs matching every condition given (last_error equal, last_error LIKE error_like, died more than older_than ago, attempts >= min_attempts, payload @> payload_contains) back in their queue, as ck.retry_dead, oldest first; one whose unique key another job holds stays dead; returns how many';
+
+CREATE FUNCTION ck.purge_dead_matching(queue regclass, last_error text DEFAULT NULL, error_like text DEFAULT NULL,
+                                       older_than interval DEFAULT NULL, min_attempts integer DEFAULT NULL,
+                                       payload_contains jsonb DEFAULT NULL, batch integer DEFAULT 1000)
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_purge_dead_matching';
+COMMENT ON FUNCTION ck.purge_dead_matching(regclass, text, text, interval, integer, jsonb, integer) IS
+'deletes up to batch dead letters matching every condition given (as ck.retry_dead_matching), oldest first; returns how many';
 
 -- History of finished jobs, results, waiting for a job
 
@@ -1030,7 +1078,7 @@ BEGIN
             DETAIL = 'The extension citus is not installed in this database.',
             HINT = 'Run it on the coordinator of a Citus cluster, after CREATE EXTENSION citus there and on the workers.';
     END IF;
-    SELECT q.dead_letters, q.lease, q.max_attempts, q.notify INTO config
+    SELECT q.dead_letters, q.lease, q.max_attempts, q.notify, q.timeout INTO config
     FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) distribute_queue.queue;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'table % is not a queue', queue_name USING ERRCODE = 'wrong_object_type',
@@ -1047,6 +1095,10 @@ BEGIN
     IF config.notify THEN
         RAISE EXCEPTION 'queue % notifies listeners on enqueue, which a distributed queue does not', queue_name
             USING ERRCODE = 'feature_not_supported', HINT = 'Make the queue with notify => false and wait with ck.claim_wait.';
+    END IF;
+    IF config.timeout IS NOT NULL THEN
+        RAISE EXCEPTION 'queue % has a job timeout, which a distributed queue does not take', queue_name
+            USING ERRCODE = 'feature_not_supported', HINT = 'Set its timeout in ck.queues to NULL first.';
     END IF;
     dead_name := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, config.dead_letters, 0)).identity;
     EXECUTE pg_catalog.format('LOCK TABLE %s, %s IN ACCESS EXCLUSIVE MODE', queue_name, dead_name);

@@ -309,7 +309,7 @@ backend_memory() {
 }
 
 # wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits
-# dependencies lock optimistic overlaps latency size memory) is unset or names SECTION.
+# timeouts dependencies lock optimistic overlaps latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -671,6 +671,24 @@ plain / keyed).
 |---|---:|---|---:|---:|---:|---:|
 EOF
 compare_rounds limits "claim + complete" plain keyed
+fi
+
+if wanted timeouts; then
+client_counts=(1 4 16) rounds=3
+out <<EOF
+
+## Queue: job timeouts
+
+\`ck.claim\` + \`ck.extend_lease\` + \`ck.complete\` on a queue with a timeout of an hour (each claim records
+its attempt's deadline, the heartbeat is capped by it, the completion checks it; none is reached) against the same
+loop on a queue without one, each refilled with the same backlog before every run; $rounds rounds of separate runs,
+the order alternating: the median tps of each and the median of the rounds' ratios, and one mixed run (mean
+latency plain / timed).
+
+| workload | clients | sync_commit | plain tps | timeout set, tps | ratio | mixed |
+|---|---:|---|---:|---:|---:|---:|
+EOF
+compare_rounds timeouts "claim + heartbeat + complete" plain timed
 fi
 
 if wanted dependencies; then

@@ -490,6 +490,17 @@ SELECT ck.purge_dead('mail', '178000000 years'); -- expect: = 0 or 22008
 SELECT ck.purge_dead('mail', '-178000000 years'); -- expect: 22023
 SELECT ck.purge_dead('stock', '1 day'); -- expect: 42809
 BEGIN; SELECT ck.purge_dead('mail', '0') > 0; ROLLBACK; -- expect: = t
+SELECT ck.purge_dead_matching(NULL); -- expect: 22004
+SELECT ck.purge_dead_matching('mail', batch => NULL); -- expect: 22004
+SELECT ck.retry_dead_matching('mail', batch => 0); -- expect: 22023
+SELECT ck.purge_dead_matching('mail', batch => 2147483647); -- expect: 22023
+SELECT ck.purge_dead_matching('mail', older_than => '-178000000 years'); -- expect: 22023
+SELECT ck.retry_dead_matching('mail', min_attempts => -2147483648); -- expect: 22023
+SELECT ck.purge_dead_matching('stock'); -- expect: 42809
+SELECT ck.purge_dead_matching('mail', error_like => 'x'';--', payload_contains => '{"a": "1) OR (true"}'); -- expect: = 0
+UPDATE ck.queues SET timeout = '-1 second' WHERE queue = 'mail'::regclass; -- expect: 23514
+UPDATE ck.queues SET timeout = '178000000 years' WHERE queue = 'mail'::regclass; -- expect: ok
+UPDATE ck.queues SET timeout = NULL WHERE queue = 'mail'::regclass; -- expect: ok
 SELECT ck.queue_stats(NULL); -- expect: 22004
 SELECT ck.queue_stats(0); -- expect: 42P01
 SELECT ck.queue_stats('stock'); -- expect: 42809

@@ -45,6 +45,7 @@ RIGHTS = {
     "SELECT on app.mail_dead": ("GRANT SELECT ON app.mail_dead TO {u}", None),
     "INSERT on app.mail_dead": ("GRANT INSERT ON app.mail_dead TO {u}", None),
     "DELETE on app.mail_dead": ("GRANT DELETE ON app.mail_dead TO {u}", None),
+    "UPDATE on app.mail_dead": ("GRANT UPDATE ON app.mail_dead TO {u}", None),
     "TRIGGER on app.stock": ("GRANT TRIGGER ON app.stock TO {u}", None),
     "ownership (member of the owner role)": ("GRANT {o} TO {u}", None),
     "SELECT on ck.lock_namespaces (PUBLIC)": (None, "REVOKE SELECT ON ck.lock_namespaces FROM PUBLIC"),
@@ -232,6 +233,20 @@ FUNCS = [
     ("purge_dead", ["USAGE on schema app", "SELECT on app.mail_dead", "DELETE on app.mail_dead"],
      "SELECT ck.purge_dead(:mail::regclass, '100 years')",
      "DELETE FROM app.mail_dead WHERE died_at < now() - interval '100 years'", "", {}),
+    # By filter, in a batch: FOR UPDATE SKIP LOCKED on the dead letters takes UPDATE there too.
+    ("purge_dead_matching", ["USAGE on schema app", "SELECT on app.mail_dead", "UPDATE on app.mail_dead",
+                             "DELETE on app.mail_dead"],
+     "SELECT ck.purge_dead_matching(:mail::regclass, older_than => '100 years')",
+     "DELETE FROM app.mail_dead WHERE id = ANY (ARRAY(SELECT id FROM app.mail_dead WHERE died_at < now() - interval '100 years'"
+     " ORDER BY died_at LIMIT 1000 FOR UPDATE SKIP LOCKED))", "", {}),
+    ("retry_dead_matching", ["USAGE on schema app", "SELECT on app.mail_dead", "UPDATE on app.mail_dead",
+                             "DELETE on app.mail_dead", "SELECT on app.mail", "INSERT on app.mail"],
+     "SELECT ck.retry_dead_matching(:mail::regclass, batch => 1)",
+     "WITH p AS (SELECT d.id, d.job FROM app.mail_dead AS d WHERE NOT EXISTS (SELECT FROM app.mail AS j"
+     " WHERE j.unique_key = d.job ->> 'unique_key') ORDER BY d.died_at LIMIT 1 FOR UPDATE SKIP LOCKED), "
+     "r AS (INSERT INTO app.mail SELECT (jsonb_populate_record(NULL::app.mail, p.job || '{\"attempts\": 0}')).* FROM p"
+     " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id) "
+     "DELETE FROM app.mail_dead WHERE id IN (SELECT id FROM r)", "", {}),
     ("queue_stats", ["USAGE on schema app", "SELECT on app.jobs", "SELECT on app.jobs_dead"],
      "SELECT (ck.queue_stats(:jobs::regclass)).running >= 0",
      "SELECT (SELECT count(*) FROM app.jobs), (SELECT count(*) FROM app.jobs_dead)", "", {}),

@@ -508,6 +508,11 @@ sql -d "$db_a" -c "SELECT ck.complete('jobs', j.id, j.lease_token) FROM jobs AS 
 check "and is claimed once the first completed (ck_dependency_left on the updated queue)" "$db_a" "
     WITH c AS (SELECT * FROM ck.claim('jobs', 10))
     SELECT array_agg(c.id) = (SELECT ARRAY[id] FROM second_step) AND bool_and(ck.complete('jobs', c.id, c.lease_token)) FROM c"
+sql -d "$db_a" -c "UPDATE ck.queues SET timeout = '1 minute' WHERE queue = 'jobs'::regclass" \
+    -c "SELECT ck.enqueue('jobs')" -c "CREATE TABLE timed AS SELECT * FROM ck.claim('jobs', 1, '1 hour')" >/dev/null || true
+check "a queue made under $oldest takes a job timeout after the update (1.1.0): the lease capped at its deadline" "$db_a" "
+    SELECT t.lease_until = j.timeout_at AND ck.extend_lease('jobs', t.id, t.lease_token, '1 day') = j.timeout_at
+       AND ck.complete('jobs', t.id, t.lease_token) FROM timed AS t JOIN jobs AS j USING (id)"
 check "the queues are empty now: ck.queue_stats all zero" "$db_a" "
     SELECT bool_and((s.ready, s.scheduled, s.running, s.expired, s.dead) = (0, 0, 0, 0, 0))
     FROM unnest(ARRAY['jobs', 'expiring', 'fragile']::regclass[]) AS q, ck.queue_stats(q) AS s"

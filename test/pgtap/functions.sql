@@ -44,6 +44,8 @@ INSERT INTO expected_functions VALUES
     ('adopt_queue',         '{regclass,interval,integer,boolean}',                    'regclass', 'volatile', 'unsafe', false),
     ('retry_dead',          '{regclass,bigint}',                                      'boolean', 'volatile',  'unsafe', false),
     ('purge_dead',          '{regclass,interval}',                                    'bigint',  'volatile',  'unsafe', false),
+    ('retry_dead_matching', '{regclass,text,text,interval,integer,jsonb,integer}',    'bigint',  'volatile',  'unsafe', false),
+    ('purge_dead_matching', '{regclass,text,text,interval,integer,jsonb,integer}',    'bigint',  'volatile',  'unsafe', false),
     ('queue_stats',         '{regclass}',                                             'record',  'stable',    'restricted', false),
     ('queue_activity',      '{}',                                                     'setof record', 'volatile', 'restricted', false),
     ('claim_path',          '{regclass}',                                             'record',  'volatile',  'restricted', false),
@@ -87,6 +89,7 @@ INSERT INTO expected_internal VALUES
     ('queue_dependency_left', '{}',                                                   'trigger', 'volatile',  'unsafe', false),
     ('notify_queue',        '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('queues_changed',      '{}',                                                     'trigger', 'volatile',  'unsafe', false),
+    ('queue_timeout_local', '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('session_locks_held',  '{}',                                                     'setof record', 'volatile', 'unsafe', false);
 
 CREATE TEMP VIEW expected_all AS

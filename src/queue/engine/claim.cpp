@@ -2,6 +2,7 @@
 // the burial of expired last attempts after it; and claim_wait's look-and-sleep around it.
 #include "base/spi.hpp"
 #include "queue/engine/claim.hpp"
+#include "queue/engine/timeout.hpp"
 #include "queue/engine/wait.hpp"
 #include "queue/rules/dependencies.hpp"
 #include "queue/rules/limits.hpp"
@@ -180,6 +181,11 @@ void lower_to_heads(Oid queue, const FrontierView &view, int after, TimestampTz 
 // transaction aborts.
 void bury(Oid queue, const FrontierView &view, TimestampTz moment, ck::Snap snap, Snapshot snapshot)
 {
+    // Attempts that reached their timeout first: those on their last attempt are buried as
+    // 'timeout', not as expired leases; while some may be left, no burial passes them.
+    const ck::QueuePlan &claim = ck::queue_statement(QueueStatement::Claim, queue);
+    if (claim.timed && ck::time_out(queue, view, moment, snap, snapshot))
+        return;
     const ck::QueuePlan &bury = ck::queue_statement(QueueStatement::Bury, queue);
     Datum args[3] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment), TimestampTzGetDatum(view.bury_from)};
     uint64 n;
@@ -237,6 +243,14 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetI
     const ck::QueuePlan &claim = ck::queue_statement(QueueStatement::Claim, queue);
     Interval effective = lease ? *lease : claim.lease;
     TimestampTz moment = GetCurrentTimestamp();
+    // A queue with a timeout: no lease longer than it, and the attempt's deadline ($8).
+    char nulls[9] = "       n";
+    Datum deadline = 0;
+    if (claim.timed) {
+        effective = ck::timed_lease(claim, effective);
+        deadline = TimestampTzGetDatum(ck::timed_deadline(claim, moment));
+        nulls[7] = ' ';
+    }
     FrontierView view;
     if (!IsolationUsesXactSnapshot())
         view = ck::pg_call([&] { return ck::frontier_view(queue, moment); });
@@ -260,12 +274,12 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetI
         bool one = view.npriorities == 1;
         const ck::QueuePlan &from = ck::queue_statement(one ? QueueStatement::ClaimFromOne : QueueStatement::ClaimFrom, queue);
         used = &from;
-        Datum values[7] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
+        Datum values[8] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
                            TimestampTzGetDatum(moment), Int32GetDatum(view.priority[0]),
-                           TimestampTzGetDatum(view.start[0].run_at), Int64GetDatum(view.start[0].id)};
+                           TimestampTzGetDatum(view.start[0].run_at), Int64GetDatum(view.start[0].id), deadline};
         if (!one)
             frontier_arrays(view, &values[4]);
-        n = ck::queue_execute(from, queue, values, nullptr, snap, snapshot);
+        n = ck::queue_execute(from, queue, values, nulls, snap, snapshot);
         // A claim_wait looks many times in one call: nothing of a look is kept.
         if (!one)
             ck::pg_call([&] {
@@ -285,9 +299,10 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetI
             }
         });
     } else if (view.mode != ck::ClaimMode::Frontier) {
-        Datum values[4] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
-                           TimestampTzGetDatum(moment)};
-        n = ck::queue_execute(claim, queue, values, nullptr, snap, snapshot);
+        Datum values[8] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
+                           TimestampTzGetDatum(moment), 0, 0, 0, deadline};
+        nulls[4] = nulls[5] = nulls[6] = 'n';   // the arrays of the claims from frontiers
+        n = ck::queue_execute(claim, queue, values, nulls, snap, snapshot);
         Reached reached = take_claimed(queue, out, view, snapshot);
         // A short batch read every claimable job: nothing passed is left behind.
         if (view.mode == ck::ClaimMode::Check && n == static_cast<uint64>(batch))

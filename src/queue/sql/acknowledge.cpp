@@ -2,6 +2,7 @@
 // its try_ form), ck.retry_dead and ck.purge_dead. Every acknowledgement checks the lease token
 // in its WHERE, so a worker whose lease expired and was re-claimed changes nothing.
 #include "base/args.hpp"
+#include "queue/rules/backoff.hpp"
 #include "queue/rules/dependencies.hpp"
 #include "queue/signal/activity.hpp"
 #include "queue/signal/frontier.hpp"
@@ -11,14 +12,10 @@
 #include "queue/store/statements.hpp"
 
 extern "C" {
-#include "common/pg_prng.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 }
-
-#include <algorithm>
-#include <cmath>
 
 namespace {
 
@@ -30,17 +27,6 @@ using ck::lease_arg;
 using ck::lease_lost;
 using ck::ready_again_on_abort;
 using ck::require_arg;
-
-// Default retry delay after attempt n: min(2^n, 3600) seconds, times a random factor in
-// [0.5, 1) so that jobs failing together do not come back together.
-Interval backoff(int32 attempts)
-{
-    double seconds = std::min(std::ldexp(1.0, std::min(attempts, 12)), 3600.0);
-    seconds *= 0.5 + 0.5 * pg_prng_double(&pg_global_prng_state);
-    Interval iv{};
-    iv.time = static_cast<int64>(seconds * USECS_PER_SEC);
-    return iv;
-}
 
 } // namespace
 
@@ -242,7 +228,7 @@ static Datum fail(FunctionCallInfo fcinfo, bool raise)
             ck::count_at_commit(a.queue, Activity::Buried);
             outcome = "dead";
         } else {
-            Interval delay = retry_in ? *retry_in : backoff(attempts);
+            Interval delay = retry_in ? *retry_in : ck::retry_backoff(attempts);
             const ck::QueuePlan &retry = ck::queue_statement(ck::QueueStatement::FailRetry, a.queue);
             Datum values[4] = {a.id, IntervalPGetDatum(&delay), error, TimestampTzGetDatum(GetCurrentTimestamp())};
             char nulls[4] = {' ', ' ', error_null, ' '};

@@ -268,7 +268,8 @@ CK_FUNCTION(ck_create_queue)
                      "concurrency_key pg_catalog.text, "
                      "parked_run_at timestamp with time zone, "
                      "waiting_for integer, "
-                     "has_dependants boolean) "
+                     "has_dependants boolean, "
+                     "timeout_at timestamp with time zone) "
                      "WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.02)")
                         .c_str());
     create_dead_letters(dead);
@@ -333,6 +334,8 @@ CK_FUNCTION(ck_adopt_queue)
     ck::spi_connect();
     if (run_on_queue("SELECT FROM ck.queues WHERE queue OPERATOR(pg_catalog.=) $1", relid) > 0)
         throw ck::Error(ERRCODE_DUPLICATE_OBJECT, ck::fmt("table %s is already a queue", q.c_str()));
+    // A table a 1.0 library made has no column for job timeouts (1.1.0): nullable, nothing rewritten.
+    ck::execute_sql(("ALTER TABLE " + q + " ADD COLUMN IF NOT EXISTS timeout_at timestamp with time zone").c_str());
     // The dead letters: the table create_queue named in the queue's comment, else the name it
     // gives a dead-letter table; made anew if it is gone.
     static const char prefix[] = "concurrency_kit queue; dead letters in ";

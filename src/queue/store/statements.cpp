@@ -25,6 +25,8 @@ struct QueueRow {
     Oid dead_letters;
     Interval lease;
     int32 max_attempts;
+    bool timed;         // a timeout is set (1.1.0)
+    Interval timeout;
 };
 
 // The one statement of the queue's settings, shared by every queue (hence not a QueueStatement).
@@ -37,7 +39,11 @@ QueueRow read_queue_row(Oid relid)
         Prepared config;
         Oid types[1] = {REGCLASSOID};
         config.plan = pg_call([&] {
-            return prepare_kept("SELECT dead_letters, lease, max_attempts FROM ck.queues WHERE queue OPERATOR(pg_catalog.=) $1",
+            // timeout through the row's jsonb: a library newer than the installed SQL (before
+            // ALTER EXTENSION ... UPDATE) finds no such column, and reads NULL.
+            return prepare_kept("SELECT q.dead_letters, q.lease, q.max_attempts, (pg_catalog.to_jsonb(q) "
+                                "OPERATOR(pg_catalog.->>) 'timeout')::pg_catalog.interval FROM ck.queues AS q "
+                                "WHERE q.queue OPERATOR(pg_catalog.=) $1",
                                 1, types);
         });
         return config;
@@ -51,13 +57,17 @@ QueueRow read_queue_row(Oid relid)
     row.dead_letters = DatumGetObjectId(result_datum(0, 1, &isnull));
     row.lease = *DatumGetIntervalP(result_datum(0, 2, &isnull));
     row.max_attempts = DatumGetInt32(result_datum(0, 3, &isnull));
+    Datum timeout = result_datum(0, 4, &isnull);
+    row.timed = !isnull;
+    if (row.timed)
+        row.timeout = *DatumGetIntervalP(timeout);
     return row;
 }
 
 // One statement's SQL, parameter types and planner options.
 struct Statement {
     std::string sql;
-    Oid types[7];
+    Oid types[8];
     int nargs;
     int cursor_options;
     bool by_id = false;   // reads the queue's rows by id only (plans.hpp)
@@ -81,10 +91,20 @@ constexpr int by_id_generic = CURSOR_OPT_GENERIC_PLAN;
 // Every operator is schema-qualified (CK_OP, see qualify.hpp), and so is every function and
 // type: the statements run with the caller's search_path.
 #define EQ CK_OP("=")
-Statement statement_for(QueueStatement kind, const std::string &q, const std::string &dead, bool has_dependencies)
+Statement statement_for(QueueStatement kind, const std::string &q, const std::string &dead, bool has_dependencies,
+                        bool has_timeout, bool timed)
 {
     const std::string now = "pg_catalog.now()";
-    const std::string token_is = "(lease_token" EQ "$2) IS TRUE";
+    // Job timeouts (engine/timeout.cpp): a queue's table with the column timeout_at (1.1.0) has
+    // acknowledgements refused once the attempt's timeout has passed, and a queue with a timeout
+    // set has claims pass over the jobs that reached it (lease end = timeout_at: theirs to time
+    // out). Queues without the column run the statements as before; one with it but no timeout
+    // pays a NULL test in those acknowledgements and a NULL the claim writes ($8).
+    const std::string in_time = has_timeout ? " AND (timeout_at IS NULL OR timeout_at" CK_OP(">")
+                                              "pg_catalog.clock_timestamp())" : "";
+    const std::string not_timed_out = timed ? " AND (timeout_at IS NULL OR lease_token IS NULL OR run_at" CK_OP("<")
+                                              "timeout_at)" : "";
+    const std::string token_is = "(lease_token" EQ "$2) IS TRUE" + in_time;
     // The queue's distinct priorities, one index probe each (a loose scan of the claim index).
     const std::string priorities = "WITH RECURSIVE priorities AS ("
         "  (SELECT priority FROM " + q + " ORDER BY priority LIMIT 1)"
@@ -269,20 +289,24 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         // would be planned as a disabled sort.)
         std::string pick = kind == QueueStatement::Claim
             ? "SELECT id, priority, run_at, xmin FROM " + q + " WHERE run_at" CK_OP("<=") "$4 AND attempts" CK_OP("<")
-              "$3 ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
+              "$3" + not_timed_out + " ORDER BY priority, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
             : kind == QueueStatement::ClaimFromOne
             ? "SELECT id, priority, run_at, xmin FROM " + q + " WHERE priority" EQ "$5 AND (run_at, id)" CK_OP(">=")
-              "($6, $7) AND run_at" CK_OP("<=") "$4 AND attempts" CK_OP("<") "$3 ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
+              "($6, $7) AND run_at" CK_OP("<=") "$4 AND attempts" CK_OP("<") "$3" + not_timed_out +
+              " ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
             : "SELECT x.id, x.priority, x.run_at, x.xmin FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6), "
               "pg_catalog.unnest($7)) AS f (p, r, i) CROSS JOIN LATERAL (SELECT id, priority, run_at, xmin FROM " + q +
               " WHERE priority" EQ "f.p AND (run_at, id)" CK_OP(">=") "(f.r, f.i) AND run_at" CK_OP("<=") "$4 AND attempts"
-              CK_OP("<") "$3 ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS x LIMIT $1";
+              CK_OP("<") "$3" + not_timed_out + " ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS x LIMIT $1";
         Statement st{"WITH c AS MATERIALIZED (" + pick + ") "
                      "UPDATE " + q + " AS j SET lease_token = pg_catalog.nextval('ck.lease_tokens'::pg_catalog.regclass), "
-                     "run_at = $4" CK_OP("+") "$2, attempts = j.attempts" CK_OP("+") "1 FROM c WHERE j.id" EQ "ANY (ARRAY[c.id]) "
+                     "run_at = $4" CK_OP("+") "$2, attempts = j.attempts" CK_OP("+") "1" +
+                     // The attempt's deadline ($8: NULL without a timeout), which no heartbeat passes.
+                     (has_timeout ? ", timeout_at = $8" : "") + " FROM c WHERE j.id" EQ "ANY (ARRAY[c.id]) "
                      "RETURNING j.id, j.lease_token, j.attempts, j.payload, j.run_at, c.priority, c.run_at, c.xmin",
-                     {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID},
-                     kind == QueueStatement::Claim ? 4 : 7, generic_fast};
+                     {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID,
+                      TIMESTAMPTZOID},
+                     has_timeout ? 8 : kind == QueueStatement::Claim ? 4 : 7, generic_fast};
         if (kind == QueueStatement::ClaimFromOne) {
             st.types[4] = INT4OID;
             st.types[5] = TIMESTAMPTZOID;
@@ -319,7 +343,8 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         // pair's job is looked up by id, as the claim's update does (the same join, planned the
         // same way: see the claim above and store/plans.cpp).
         return {"DELETE FROM " + q + " AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS a(id, lease_token) "
-                "WHERE j.id" EQ "ANY (ARRAY[a.id]) AND (j.lease_token" EQ "a.lease_token) IS TRUE RETURNING j.id, j.priority, j.run_at",
+                "WHERE j.id" EQ "ANY (ARRAY[a.id]) AND (j.lease_token" EQ "a.lease_token) IS TRUE" + in_time +
+                " RETURNING j.id, j.priority, j.run_at",
                 {INT8ARRAYOID, INT8ARRAYOID}, 2, generic_fast};
     case QueueStatement::FailLock:
         return {"SELECT attempts, priority, run_at FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " FOR UPDATE",
@@ -335,6 +360,13 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                 {INT8OID, TEXTOID}, 2, by_id_generic, true};
     case QueueStatement::ExtendLease:
         // o is the row as it was: where the job is ready again if this transaction aborts.
+        // An attempt's lease never passes its deadline (timeout_at), nor is it extended once that
+        // has passed (engine/timeout.cpp).
+        if (has_timeout)
+            return {"UPDATE " + q + " AS j SET run_at = LEAST($4" CK_OP("+") "$3, j.timeout_at) FROM " + q + " AS o WHERE j.id"
+                    EQ "$1 AND o.id" EQ "$1 AND (j.lease_token" EQ "$2) IS TRUE AND (j.timeout_at IS NULL OR j.timeout_at"
+                    CK_OP(">") "$4) RETURNING j.run_at, o.priority, o.run_at",
+                    {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}, 4, by_id_generic, true};
         return {"UPDATE " + q + " AS j SET run_at = $4" CK_OP("+") "$3 FROM " + q + " AS o WHERE j.id" EQ "$1 AND o.id"
                 EQ "$1 AND (j.lease_token" EQ "$2) IS TRUE RETURNING j.run_at, o.priority, o.run_at",
                 {INT8OID, INT8OID, INTERVALOID, TIMESTAMPTZOID}, 4, by_id_generic, true};
@@ -389,6 +421,41 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                 "   claimable.n" CK_OP(">") "10000"
                 " FROM leased, future, claimable, oldest",
                 {INT8OID}, 1, 0};
+    case QueueStatement::TimedOut:
+        // Leases that ended at their attempt's deadline ($1 the moment, $2 the burial's frontier),
+        // oldest first; engine/timeout.cpp fails each with 'timeout'.
+        return {"SELECT id, attempts, priority, run_at FROM " + q + " WHERE lease_token IS NOT NULL AND run_at" CK_OP(">=")
+                "$2 AND run_at" CK_OP("<=") "$1 AND run_at" CK_OP(">=") "timeout_at"
+                " ORDER BY run_at LIMIT " + std::to_string(bury_batch) + " FOR UPDATE SKIP LOCKED",
+                {TIMESTAMPTZOID, TIMESTAMPTZOID}, 2, generic_fast};
+    case QueueStatement::RetryDeadMatching:
+    case QueueStatement::PurgeDeadMatching: {
+        // The filter of the bulk calls (sql/dead_letters.cpp), each condition off when its
+        // parameter is NULL: $1 last_error, $2 error_like, $3 older_than, $4 min_attempts, $5
+        // payload_contains (containment: an expression GIN index on (job -> 'payload') serves it),
+        // $6 the batch. Oldest first (the died_at index), rows another transaction holds skipped.
+        const std::string match = " FROM " + dead + " AS d WHERE ($1 IS NULL OR d.last_error" EQ "$1)"
+            " AND ($2 IS NULL OR d.last_error" CK_OP("~~") "$2)"
+            " AND ($3 IS NULL OR d.died_at" CK_OP("<") "(" + now + CK_OP("-") "$3))"
+            " AND ($4 IS NULL OR d.attempts" CK_OP(">=") "$4)"
+            " AND ($5 IS NULL OR (d.job" CK_OP("->") "'payload')" CK_OP("@>") "$5)";
+        const std::string batch = " ORDER BY d.died_at, d.id LIMIT $6 FOR UPDATE OF d SKIP LOCKED";
+        if (kind == QueueStatement::PurgeDeadMatching)
+            return {"DELETE FROM " + dead + " WHERE id" EQ "ANY (ARRAY(SELECT d.id" + match + batch + "))",
+                    {TEXTOID, TEXTOID, INTERVALOID, INT4OID, JSONBOID, INT4OID}, 6, 0};
+        // As RetryDead, for a batch; a dead letter whose unique key a job of the queue holds now
+        // is left dead (not picked; ON CONFLICT for one taken since the snapshot, or by an
+        // earlier row of the batch): only the dead letters whose job went back are deleted.
+        return {"WITH picked AS MATERIALIZED (SELECT d.id, d.job" + match + " AND NOT EXISTS (SELECT FROM " + q + " AS j WHERE j.unique_key"
+                EQ "(d.job" CK_OP("->>") "'unique_key'))" + batch + "), revived AS ("
+                "INSERT INTO " + q + " SELECT r.* FROM picked AS d, pg_catalog.jsonb_populate_record(NULL::" + q +
+                ", d.job" CK_OP("||") "pg_catalog.jsonb_build_object('attempts', 0, 'lease_token', NULL, "
+                "'run_at', " + now + ", 'last_error', NULL, 'parked_run_at', NULL, 'waiting_for', NULL, 'has_dependants', NULL,"
+                " 'timeout_at', NULL)) AS r"
+                " ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id) "
+                "DELETE FROM " + dead + " WHERE id" EQ "ANY (ARRAY(SELECT id FROM revived))",
+                {TEXTOID, TEXTOID, INTERVALOID, INT4OID, JSONBOID, INT4OID}, 6, 0};
+    }
     default:
         throw std::logic_error("not a queue statement");
     }
@@ -405,6 +472,7 @@ bool planned_apart(QueueStatement kind)
     case QueueStatement::ClaimFromOne:
     case QueueStatement::Heads:
     case QueueStatement::Bury:
+    case QueueStatement::TimedOut:
     case QueueStatement::Complete:
     case QueueStatement::CompleteMany:
     case QueueStatement::FailLock:
@@ -459,7 +527,9 @@ const QueuePlan &queue_statement(QueueStatement kind, Oid relid)
         });
         // Queues made before 0.3.1 and not updated have no dependencies (nor their columns).
         bool has_dependencies = pg_call([&] { return get_attnum(relid, "waiting_for") != InvalidAttrNumber; });
-        Statement s = statement_for(kind, table.sql, dead, has_dependencies);
+        // Queues made before 1.1.0 and not updated have no job timeouts (nor their column).
+        bool has_timeout = pg_call([&] { return get_attnum(relid, "timeout_at") != InvalidAttrNumber; });
+        Statement s = statement_for(kind, table.sql, dead, has_dependencies, has_timeout, has_timeout && row.timed);
         QueuePlan p;
         p.plan = pg_call([&] { return prepare_kept(s.sql.c_str(), s.nargs, s.types, s.cursor_options); });
         p.table = table.name;
@@ -470,6 +540,9 @@ const QueuePlan &queue_statement(QueueStatement kind, Oid relid)
         p.has_dependencies = has_dependencies;
         p.apart = planned_apart(kind);
         p.by_id = s.by_id;
+        p.has_timeout = has_timeout;
+        p.timed = has_timeout && row.timed;
+        p.timeout = row.timeout;
         if (kind == QueueStatement::Claim || kind == QueueStatement::ClaimFrom || kind == QueueStatement::ClaimFromOne)
             p.planned_blocks = table_blocks(relid);
         return p;

@@ -64,6 +64,9 @@ enum class QueueStatement : uint8_t {
     Stats,
     NextDue,         // the earliest future run_at of a queue (a schedule or a lease end)
     NextDueOf,       // the same over given priorities
+    TimedOut,        // leases ended at their attempt's timeout, locked (engine/timeout.cpp)
+    RetryDeadMatching,   // a batch of dead letters matching a filter -> the queue (dead_letters.cpp)
+    PurgeDeadMatching,   // a batch of dead letters matching a filter, deleted
 };
 
 // A queue statement's plan and the queue's settings from ck.queues.
@@ -76,6 +79,9 @@ struct QueuePlan : Prepared {
     bool apart = false;               // its generic plan is made apart from the execution (plans.hpp)
     bool by_id = false;               // ... and every read of the queue in it is by id
     mutable bool planned = false;     // that plan has been made
+    bool has_timeout = false;         // the queue has the column timeout_at (1.1.0)
+    bool timed = false;               // ... and a timeout in ck.queues: claims set each attempt's deadline
+    Interval timeout{};               // that timeout
 };
 
 // The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors
