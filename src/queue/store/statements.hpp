@@ -64,6 +64,9 @@ enum class QueueStatement : uint8_t {
     Stats,
     NextDue,         // the earliest future run_at of a queue (a schedule or a lease end)
     NextDueOf,       // the same over given priorities
+    JobFind,         // a job by id: in the queue (waiting, running), else its last history record
+    JobDead,         // a job by id among the dead letters (buried or cancelled)
+    JobGiven,        // whether an id was ever given (the identity sequence's last value): gone or unknown
 };
 
 // A queue statement's plan and the queue's settings from ck.queues.
@@ -76,6 +79,7 @@ struct QueuePlan : Prepared {
     bool apart = false;               // its generic plan is made apart from the execution (plans.hpp)
     bool by_id = false;               // ... and every read of the queue in it is by id
     mutable bool planned = false;     // that plan has been made
+    Oid history = InvalidOid;         // the queue's history of finished jobs (ck.set_history), or none
 };
 
 // The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors
