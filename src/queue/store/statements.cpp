@@ -505,7 +505,7 @@ std::string history_table(Oid history, const char *queue)
     });
 }
 
-// The sequence of the queue's identity column id (InvalidOid: none, e.g. an adopted table's id).
+// The sequence of the queue's identity column id (InvalidOid: none, e.g. an adopted table's serial id).
 Oid identity_sequence(Oid relid)
 {
     return pg_call([&] {
@@ -518,9 +518,9 @@ Oid identity_sequence(Oid relid)
             Oid seq = lfirst_oid(cell);
             Oid table;
             int32 col;
-            // identity (internal) or serial (auto)
-            if ((sequenceIsOwned(seq, DEPENDENCY_INTERNAL, &table, &col) || sequenceIsOwned(seq, DEPENDENCY_AUTO, &table, &col)) &&
-                col == id)
+            // The identity's own (internal): a sequence merely owned by id may not give the ids
+            // themselves (a Citus shard's gives i, its ids are i * shard_count + shard_index).
+            if (sequenceIsOwned(seq, DEPENDENCY_INTERNAL, &table, &col) && col == id)
                 return seq;
         }
         return InvalidOid;
