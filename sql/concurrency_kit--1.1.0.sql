@@ -545,6 +545,11 @@ BEGIN
         EXECUTE pg_catalog.format('GRANT SELECT, INSERT ON %s TO PUBLIC', hist);
         EXECUTE pg_catalog.format('CREATE TABLE %I.%I PARTITION OF %s DEFAULT', schema_name,
                                   hist_name OPERATOR(pg_catalog.||) '_default', hist);
+        -- The queue's owner owns them, whichever member of its role made them.
+        EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %I', hist, pg_catalog.pg_get_userbyid(
+            (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) queue)));
+        EXECUTE pg_catalog.format('ALTER TABLE %I.%I OWNER TO %I', schema_name, hist_name OPERATOR(pg_catalog.||) '_default',
+            pg_catalog.pg_get_userbyid((SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) queue)));
     END IF;
     UPDATE ck.queues AS q SET history = hist, history_retention = retention, history_period = period
         WHERE q.queue OPERATOR(pg_catalog.=) set_history.queue;
@@ -619,6 +624,8 @@ BEGIN
         -- Made apart and attached: ATTACH takes SHARE UPDATE EXCLUSIVE on the history, which
         -- completions writing into it do not wait for (CREATE TABLE ... PARTITION OF would).
         EXECUTE pg_catalog.format('CREATE TABLE %I.%I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', schema_name, part_name, r.history);
+        EXECUTE pg_catalog.format('ALTER TABLE %I.%I OWNER TO %I', schema_name, part_name, pg_catalog.pg_get_userbyid(
+            (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) r.history)));
         EXECUTE pg_catalog.format('ALTER TABLE %s ATTACH PARTITION %I.%I FOR VALUES FROM (%L) TO (%L)',
                                   r.history, schema_name, part_name, starts, ends);
         INSERT INTO ck.history_partitions (queue, partition, starts, ends)

@@ -159,6 +159,24 @@ BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT ck.await_job('hq', :j12, '0');
 ROLLBACK;
 
+-- A member of the owner's role sets the history: the tables belong to the queue's owner.
+CREATE ROLE regress_ck_history_owners;
+CREATE ROLE regress_ck_history_member IN ROLE regress_ck_history_owners;
+GRANT CREATE ON SCHEMA public TO regress_ck_history_owners;
+SET ROLE regress_ck_history_owners;
+SELECT ck.create_queue('hq_owned') IS NOT NULL AS created;
+SET ROLE regress_ck_history_member;
+SELECT ck.set_history('hq_owned', '1 day') AS history;
+SELECT * FROM ck.maintain_history('hq_owned');
+RESET ROLE;
+SELECT pg_get_userbyid(relowner) AS owner, count(*) AS tables FROM pg_class
+WHERE relname LIKE 'hq_owned_history%' AND relkind IN ('r', 'p') GROUP BY 1;
+SELECT ck.drop_queue('hq_owned');
+DROP TABLE hq_owned_history;
+REVOKE CREATE ON SCHEMA public FROM regress_ck_history_owners;
+DROP ROLE regress_ck_history_member;
+DROP ROLE regress_ck_history_owners;
+
 -- Labels.
 SELECT p.oid::regprocedure, p.provolatile, p.proparallel FROM pg_proc p
 WHERE p.oid IN ('ck.set_history(regclass, interval, interval)'::regprocedure, 'ck.maintain_history(regclass)'::regprocedure,
