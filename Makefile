@@ -27,6 +27,7 @@ REGRESS      = test_helpers conditional plan_cache boundary memory sqlstate_acti
                search_path queue_frontier queue_plan queue_unique queue_activity queue_limits queue_dependencies queue_install
 REGRESS     += update_if_version lock_rows lock_audit upgrade_calls lock_namespace_prepared
 REGRESS     += queue_redrive queue_timeouts
+REGRESS     += queue_history
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(call ck_sources,test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=$(ck_srcdir)/test --load-extension=$(EXTENSION)

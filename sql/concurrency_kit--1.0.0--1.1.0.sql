@@ -226,3 +226,371 @@ COMMENT ON FUNCTION ck.purge_dead_matching(regclass, text, text, interval, integ
 ------------------------------------------------------------------------------------------
 -- History of finished jobs, results, waiting for a job
 ------------------------------------------------------------------------------------------
+ALTER TABLE ck.queues ADD COLUMN history regclass, ADD COLUMN history_retention interval, ADD COLUMN history_period interval,
+    ADD CONSTRAINT queues_history_check CHECK ((history_retention IS NULL) = (history_period IS NULL)
+                                               AND (history_retention IS NULL OR history IS NOT NULL));
+
+-- Opt-in per queue (ck.set_history): completed, buried and cancelled jobs are recorded in the
+-- queue's history table by the statement that removes them from the queue. The table is
+-- partitioned by finished_at, a partition per period, made ahead and dropped whole once
+-- expired (ck.maintain_history); a default partition catches rows when maintenance is late.
+-- The counts of each partition are kept here once its period has ended (sealed), so that
+-- ck.history_counts reads a row per period and counts only the current one.
+CREATE TABLE ck.history_partitions (
+    queue      regclass NOT NULL REFERENCES ck.queues ON DELETE CASCADE,
+    partition  regclass PRIMARY KEY,
+    starts     timestamptz NOT NULL,
+    ends       timestamptz NOT NULL,
+    sealed     boolean NOT NULL DEFAULT false,
+    completed  bigint,
+    buried     bigint,
+    cancelled  bigint
+);
+CREATE INDEX history_partitions_queue ON ck.history_partitions (queue, starts);
+COMMENT ON TABLE ck.history_partitions IS 'partitions of the queues'' histories, by period; the counts per state of each once sealed';
+ALTER TABLE ck.history_partitions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY history_partitions_read ON ck.history_partitions FOR SELECT
+    USING (pg_catalog.has_table_privilege(queue, 'SELECT'));
+CREATE POLICY history_partitions_owner ON ck.history_partitions FOR ALL
+    USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = queue), 'USAGE'))
+    WITH CHECK (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = queue), 'USAGE'));
+GRANT SELECT, INSERT, UPDATE, DELETE ON ck.history_partitions TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('ck.history_partitions', '');
+
+-- The checks every history function starts with: the queue is a registered queue of this
+-- node (not distributed: 0A000), and, for what changes it, the caller owns it. Returns its
+-- ck.queues row.
+CREATE FUNCTION ck_internal.history_queue(queue regclass, owner boolean)
+RETURNS ck.queues
+LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY INVOKER
+AS $$
+DECLARE
+    queue_name pg_catalog.text := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, queue, 0)).identity;
+    r ck.queues;
+BEGIN
+    IF queue IS NULL THEN
+        RAISE EXCEPTION 'queue must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) queue) THEN
+        RAISE EXCEPTION 'relation with OID % does not exist', queue::pg_catalog.oid USING ERRCODE = 'undefined_table';
+    END IF;
+    IF EXISTS (SELECT FROM ck.distributed_queues AS d WHERE d.queue OPERATOR(pg_catalog.=) history_queue.queue) THEN
+        RAISE EXCEPTION 'queue % is distributed: the history of finished jobs is not supported there', queue_name
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    SELECT * INTO r FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) history_queue.queue;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % is not a queue', queue_name USING ERRCODE = 'wrong_object_type',
+            HINT = 'Create queues with ck.create_queue().';
+    END IF;
+    IF owner AND NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class AS c
+                                             WHERE c.oid OPERATOR(pg_catalog.=) queue), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', queue_name USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION ck_internal.history_queue(regclass, boolean) IS
+'the ck.queues row of a queue that may have a history (not distributed), checking ownership if asked';
+
+CREATE FUNCTION ck.set_history(queue regclass, retention interval, period interval DEFAULT NULL)
+RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $$
+DECLARE
+    r ck.queues := ck_internal.history_queue(queue, true);
+    hist pg_catalog.regclass := r.history;
+    schema_name pg_catalog.name;
+    hist_name pg_catalog.text;
+    n pg_catalog.int4 := 0;
+BEGIN
+    IF retention IS NULL THEN
+        IF period IS NOT NULL THEN
+            RAISE EXCEPTION 'a period without a retention' USING ERRCODE = 'invalid_parameter_value',
+                HINT = 'NULL retention turns the history off.';
+        END IF;
+        -- Off: the completions stop writing at this commit; the table and its rows stay.
+        UPDATE ck.queues AS q SET history_retention = NULL, history_period = NULL
+            WHERE q.queue OPERATOR(pg_catalog.=) set_history.queue;
+        RETURN hist;
+    END IF;
+    IF NOT pg_catalog.isfinite(retention) OR retention OPERATOR(pg_catalog.<) interval '1 minute'
+       OR retention OPERATOR(pg_catalog.>) interval '10 years' THEN
+        RAISE EXCEPTION 'retention must be between 1 minute and 10 years, got %', retention
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF period IS NULL THEN
+        -- The smallest usual period that keeps the partitions within retention to 200 at most.
+        period := (SELECT p FROM pg_catalog.unnest('{1 minute,5 minutes,15 minutes,1 hour,6 hours,1 day,7 days,28 days}'::pg_catalog.interval[]) AS p
+                   WHERE pg_catalog.date_part('epoch', retention) OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', p)
+                         OPERATOR(pg_catalog.<=) 200
+                   ORDER BY p LIMIT 1);
+    ELSIF NOT pg_catalog.isfinite(period) OR period OPERATOR(pg_catalog.<) interval '1 minute' OR period OPERATOR(pg_catalog.>) retention
+          OR pg_catalog.date_part('epoch', retention) OPERATOR(pg_catalog./) pg_catalog.date_part('epoch', period)
+             OPERATOR(pg_catalog.>) 1000 THEN
+        RAISE EXCEPTION 'period must be between 1 minute and the retention, and at least a thousandth of it, got %', period
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF hist IS NULL OR NOT EXISTS (SELECT FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) hist) THEN
+        SELECT n2.nspname, c.relname INTO schema_name, hist_name FROM pg_catalog.pg_class AS c
+            JOIN pg_catalog.pg_namespace AS n2 ON n2.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE c.oid OPERATOR(pg_catalog.=) queue;
+        hist_name := pg_catalog.left(hist_name, 40) OPERATOR(pg_catalog.||) '_history';
+        WHILE EXISTS (SELECT FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n2 ON n2.oid OPERATOR(pg_catalog.=) c.relnamespace
+                      WHERE n2.nspname OPERATOR(pg_catalog.=) schema_name
+                        AND c.relname OPERATOR(pg_catalog.=) ANY (ARRAY[hist_name, hist_name OPERATOR(pg_catalog.||) '_default'])) LOOP
+            n := n OPERATOR(pg_catalog.+) 1;
+            hist_name := pg_catalog.regexp_replace(hist_name, '[0-9]*$', '') OPERATOR(pg_catalog.||) n;
+        END LOOP;
+        EXECUTE pg_catalog.format('CREATE TABLE %I.%I (id pg_catalog.int8 NOT NULL, state pg_catalog.text NOT NULL,'
+                                  ' attempts pg_catalog.int4 NOT NULL, error pg_catalog.text, result pg_catalog.jsonb,'
+                                  ' payload pg_catalog.jsonb, enqueued_at pg_catalog.timestamptz, finished_at pg_catalog.timestamptz NOT NULL)'
+                                  ' PARTITION BY RANGE (finished_at)', schema_name, hist_name);
+        hist := pg_catalog.format('%I.%I', schema_name, hist_name)::pg_catalog.regclass;
+        EXECUTE pg_catalog.format('CREATE INDEX ON %s (id)', hist);
+        EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', hist,
+                                  'concurrency_kit history of queue ' OPERATOR(pg_catalog.||) queue::pg_catalog.oid);
+        -- Whoever may remove a queue's jobs writes their record (a worker completing a job needs
+        -- no right beyond those on the queue); whoever may read the queue reads it. Rows go in
+        -- through this table only: its partitions are the owner's.
+        EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', hist);
+        EXECUTE pg_catalog.format('CREATE POLICY ck_read ON %s FOR SELECT USING (pg_catalog.has_table_privilege(%s::pg_catalog.oid, %L))',
+                                  hist, queue::pg_catalog.oid, 'SELECT');
+        EXECUTE pg_catalog.format('CREATE POLICY ck_write ON %s FOR INSERT WITH CHECK (pg_catalog.has_table_privilege(%s::pg_catalog.oid, %L))',
+                                  hist, queue::pg_catalog.oid, 'DELETE');
+        EXECUTE pg_catalog.format('GRANT SELECT, INSERT ON %s TO PUBLIC', hist);
+        EXECUTE pg_catalog.format('CREATE TABLE %I.%I PARTITION OF %s DEFAULT', schema_name,
+                                  hist_name OPERATOR(pg_catalog.||) '_default', hist);
+        -- The queue's owner owns them, whichever member of its role made them.
+        EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %I', hist, pg_catalog.pg_get_userbyid(
+            (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) queue)));
+        EXECUTE pg_catalog.format('ALTER TABLE %I.%I OWNER TO %I', schema_name, hist_name OPERATOR(pg_catalog.||) '_default',
+            pg_catalog.pg_get_userbyid((SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) queue)));
+    END IF;
+    UPDATE ck.queues AS q SET history = hist, history_retention = retention, history_period = period
+        WHERE q.queue OPERATOR(pg_catalog.=) set_history.queue;
+    PERFORM ck.maintain_history(queue);
+    RETURN hist;
+END
+$$;
+COMMENT ON FUNCTION ck.set_history(regclass, interval, interval) IS
+'keeps the queue''s finished jobs (completed, buried, cancelled) for retention in its history table, partitioned by period (NULL: from the retention); NULL retention turns it off (the table stays); returns the table';
+
+CREATE FUNCTION ck.maintain_history(queue regclass, OUT created integer, OUT sealed integer, OUT dropped integer)
+RETURNS record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $$
+DECLARE
+    r ck.queues := ck_internal.history_queue(queue, true);
+    schema_name pg_catalog.name;
+    hist_name pg_catalog.name;
+    dflt pg_catalog.regclass;
+    seconds pg_catalog.float8 := pg_catalog.date_part('epoch', r.history_period);
+    starts pg_catalog.timestamptz;
+    ends pg_catalog.timestamptz;
+    last_end pg_catalog.timestamptz;
+    latest pg_catalog.timestamptz;
+    part_name pg_catalog.text;
+    part record;
+    counts pg_catalog.int8[];
+BEGIN
+    created := 0;
+    sealed := 0;
+    dropped := 0;
+    IF r.history_retention IS NULL THEN
+        RAISE EXCEPTION 'queue % keeps no history', queue USING ERRCODE = 'object_not_in_prerequisite_state',
+            HINT = 'ck.set_history(queue, retention) turns it on.';
+    END IF;
+    IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+        RAISE EXCEPTION 'ck.maintain_history needs READ COMMITTED' USING ERRCODE = 'active_sql_transaction',
+            HINT = 'A partition is counted once the transactions writing into it have ended, which one snapshot would not see.';
+    END IF;
+    -- One maintenance of a queue at a time.
+    PERFORM FROM ck.queues AS q WHERE q.queue OPERATOR(pg_catalog.=) maintain_history.queue FOR NO KEY UPDATE;
+    SELECT n.nspname, c.relname INTO schema_name, hist_name FROM pg_catalog.pg_class AS c
+        JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE c.oid OPERATOR(pg_catalog.=) r.history;
+    dflt := (SELECT i.inhrelid::pg_catalog.regclass FROM pg_catalog.pg_inherits AS i JOIN pg_catalog.pg_class AS c
+             ON c.oid OPERATOR(pg_catalog.=) i.inhrelid WHERE i.inhparent OPERATOR(pg_catalog.=) r.history
+             AND c.relpartbound IS NOT NULL AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) OPERATOR(pg_catalog.=) 'DEFAULT');
+
+    -- Ahead: partitions up to two periods from now, from the last one's end or the current
+    -- period. A partition cannot take over rows the default partition caught (maintenance was
+    -- late): it starts after them. The default is locked first (only writes routed to it
+    -- wait), so that none comes in between.
+    last_end := (SELECT pg_catalog.max(p.ends) FROM ck.history_partitions AS p WHERE p.queue OPERATOR(pg_catalog.=) maintain_history.queue);
+    starts := pg_catalog.to_timestamp(pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
+                                                       OPERATOR(pg_catalog./) seconds) OPERATOR(pg_catalog.*) seconds);
+    IF last_end IS NOT NULL AND last_end OPERATOR(pg_catalog.>) starts THEN
+        starts := last_end;
+    END IF;
+    IF starts OPERATOR(pg_catalog.<) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) (r.history_period OPERATOR(pg_catalog.*) 2))
+       AND dflt IS NOT NULL THEN
+        EXECUTE pg_catalog.format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', dflt);
+        EXECUTE pg_catalog.format('SELECT pg_catalog.max(h.finished_at) FROM %s AS h WHERE h.finished_at OPERATOR(pg_catalog.>=) $1', dflt)
+            INTO latest USING starts;
+        IF latest IS NOT NULL THEN
+            starts := pg_catalog.to_timestamp((pg_catalog.floor(pg_catalog.date_part('epoch', latest) OPERATOR(pg_catalog./) seconds)
+                                               OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.*) seconds);
+        END IF;
+    END IF;
+    WHILE starts OPERATOR(pg_catalog.<) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) (r.history_period OPERATOR(pg_catalog.*) 2)) LOOP
+        ends := pg_catalog.to_timestamp(pg_catalog.date_part('epoch', starts) OPERATOR(pg_catalog.+) seconds);
+        part_name := pg_catalog.left(hist_name, 40) OPERATOR(pg_catalog.||) '_'
+                     OPERATOR(pg_catalog.||) pg_catalog.to_char(starts AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS');
+        -- Made apart and attached: ATTACH takes SHARE UPDATE EXCLUSIVE on the history, which
+        -- completions writing into it do not wait for (CREATE TABLE ... PARTITION OF would).
+        EXECUTE pg_catalog.format('CREATE TABLE %I.%I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', schema_name, part_name, r.history);
+        EXECUTE pg_catalog.format('ALTER TABLE %I.%I OWNER TO %I', schema_name, part_name, pg_catalog.pg_get_userbyid(
+            (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) r.history)));
+        EXECUTE pg_catalog.format('ALTER TABLE %s ATTACH PARTITION %I.%I FOR VALUES FROM (%L) TO (%L)',
+                                  r.history, schema_name, part_name, starts, ends);
+        INSERT INTO ck.history_partitions (queue, partition, starts, ends)
+            VALUES (queue, pg_catalog.format('%I.%I', schema_name, part_name)::pg_catalog.regclass, starts, ends);
+        created := created OPERATOR(pg_catalog.+) 1;
+        starts := ends;
+    END LOOP;
+
+    -- Sealed: a partition whose period ended (a minute ago: a statement that took its time
+    -- before writing) is counted once the transactions writing into it have ended (SHARE waits
+    -- for them; a short wait, else the next run).
+    FOR part IN SELECT p.partition FROM ck.history_partitions AS p WHERE p.queue OPERATOR(pg_catalog.=) maintain_history.queue
+                AND NOT p.sealed AND p.ends OPERATOR(pg_catalog.<=) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) interval '1 minute')
+                ORDER BY p.starts LOOP
+        BEGIN
+            PERFORM pg_catalog.set_config('lock_timeout', '200ms', true);
+            EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE MODE', part.partition);
+            EXECUTE pg_catalog.format('SELECT ARRAY[pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) %L),'
+                                      ' pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) %L),'
+                                      ' pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) %L)] FROM %s AS h',
+                                      'completed', 'buried', 'cancelled', part.partition) INTO counts;
+            UPDATE ck.history_partitions AS p SET sealed = true, completed = counts[1], buried = counts[2], cancelled = counts[3]
+                WHERE p.partition OPERATOR(pg_catalog.=) part.partition;
+            sealed := sealed OPERATOR(pg_catalog.+) 1;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;   -- a writer is still open: sealed by a later run
+        END;
+    END LOOP;
+
+    -- Expired: a partition whose period ended retention ago is dropped whole. DROP locks the
+    -- history itself (ACCESS EXCLUSIVE), which completions wait for: a short wait (200 ms),
+    -- else the next run.
+    FOR part IN SELECT p.partition FROM ck.history_partitions AS p WHERE p.queue OPERATOR(pg_catalog.=) maintain_history.queue
+                AND p.ends OPERATOR(pg_catalog.<=) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) r.history_retention)
+                ORDER BY p.starts LOOP
+        BEGIN
+            PERFORM pg_catalog.set_config('lock_timeout', '200ms', true);
+            DELETE FROM ck.history_partitions AS p WHERE p.partition OPERATOR(pg_catalog.=) part.partition;
+            EXECUTE pg_catalog.format('DROP TABLE %s', part.partition);
+            dropped := dropped OPERATOR(pg_catalog.+) 1;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;
+        END;
+    END LOOP;
+    -- Rows the default partition caught go row by row (it holds few: only while maintenance is late).
+    IF dflt IS NOT NULL THEN
+        EXECUTE pg_catalog.format('DELETE FROM %s AS h WHERE h.finished_at OPERATOR(pg_catalog.<) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) $1)', dflt)
+            USING r.history_retention;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION ck.maintain_history(regclass) IS
+'the history''s partitions: made two periods ahead, counted once their period has ended, dropped once it ended retention ago; run it every period (pg_cron) as the queue''s owner';
+
+CREATE FUNCTION ck.history_counts(queue regclass, since timestamptz DEFAULT NULL)
+RETURNS TABLE (period_start timestamptz, period_end timestamptz, state text, jobs bigint)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED SECURITY INVOKER
+AS $$
+DECLARE
+    r ck.queues := ck_internal.history_queue(queue, false);
+    seconds pg_catalog.float8 := pg_catalog.date_part('epoch', r.history_period);
+    part record;
+    dflt pg_catalog.regclass;
+BEGIN
+    IF r.history IS NULL THEN
+        RAISE EXCEPTION 'queue % keeps no history', queue USING ERRCODE = 'object_not_in_prerequisite_state',
+            HINT = 'ck.set_history(queue, retention) turns it on.';
+    END IF;
+    -- Sealed periods: the counts kept when they were sealed.
+    RETURN QUERY SELECT p.starts, p.ends, s.state, s.n FROM ck.history_partitions AS p,
+        LATERAL (VALUES ('completed'::pg_catalog.text, p.completed), ('buried', p.buried), ('cancelled', p.cancelled)) AS s(state, n)
+        WHERE p.queue OPERATOR(pg_catalog.=) history_counts.queue AND p.sealed AND s.n OPERATOR(pg_catalog.>) 0
+          AND (since IS NULL OR p.ends OPERATOR(pg_catalog.>) since)
+        ORDER BY p.starts, s.state;
+    -- The others (the current period): counted now, through the history (pruned to the one partition).
+    FOR part IN SELECT p.starts, p.ends FROM ck.history_partitions AS p WHERE p.queue OPERATOR(pg_catalog.=) history_counts.queue
+                AND NOT p.sealed AND p.starts OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()
+                AND (since IS NULL OR p.ends OPERATOR(pg_catalog.>) since) ORDER BY p.starts LOOP
+        RETURN QUERY EXECUTE pg_catalog.format('SELECT $1, $2, h.state, pg_catalog.count(*) FROM %s AS h'
+                                               ' WHERE h.finished_at OPERATOR(pg_catalog.>=) $1 AND h.finished_at OPERATOR(pg_catalog.<) $2'
+                                               ' GROUP BY h.state ORDER BY h.state', r.history) USING part.starts, part.ends;
+    END LOOP;
+    -- Rows the default partition caught, by period.
+    dflt := (SELECT i.inhrelid::pg_catalog.regclass FROM pg_catalog.pg_inherits AS i JOIN pg_catalog.pg_class AS c
+             ON c.oid OPERATOR(pg_catalog.=) i.inhrelid WHERE i.inhparent OPERATOR(pg_catalog.=) r.history
+             AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) OPERATOR(pg_catalog.=) 'DEFAULT');
+    IF dflt IS NOT NULL THEN
+        RETURN QUERY EXECUTE pg_catalog.format('SELECT f.s, f.s OPERATOR(pg_catalog.+) $2, f.state, pg_catalog.count(*) FROM (SELECT'
+            ' pg_catalog.to_timestamp(pg_catalog.floor(pg_catalog.date_part(%L, h.finished_at) OPERATOR(pg_catalog./) $1) OPERATOR(pg_catalog.*) $1) AS s,'
+            ' h.state FROM %s AS h WHERE $3 IS NULL OR h.finished_at OPERATOR(pg_catalog.>=) $3) AS f GROUP BY f.s, f.state ORDER BY f.s, f.state',
+            'epoch', dflt) USING seconds, r.history_period, since;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION ck.history_counts(regclass, timestamptz) IS
+'finished jobs per period and state (completed, buried, cancelled) since a moment (NULL: all kept): sealed periods from their kept counts, the current one counted';
+
+CREATE FUNCTION ck.job(queue regclass, id bigint,
+    OUT state text, OUT attempts integer, OUT error text, OUT result jsonb, OUT enqueued_at timestamptz, OUT finished_at timestamptz)
+RETURNS record
+LANGUAGE c STABLE PARALLEL RESTRICTED SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_job';
+COMMENT ON FUNCTION ck.job(regclass, bigint) IS
+'where a job is: waiting or running (in the queue), completed, buried or cancelled (its history record, else its dead letter), gone (finished, no record kept) or unknown (never enqueued)';
+
+CREATE FUNCTION ck.await_job(queue regclass, id bigint, max_wait interval DEFAULT '30 seconds',
+    OUT state text, OUT result jsonb, OUT error text)
+RETURNS record
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_await_job';
+COMMENT ON FUNCTION ck.await_job(regclass, bigint, interval) IS
+'waits up to max_wait until the job has finished, woken by the commit that finishes it; returns its state as ck.job says it (waiting or running when max_wait ran out), with its result or error';
+
+-- Acknowledgements with a result, kept in the history. Overloads rather than a parameter with a
+-- default: the 1.0 functions keep their identity (whatever depends on them survives the update),
+-- and a call with the 1.0 arguments, typed or not, can reach only the 1.0 function.
+CREATE FUNCTION ck.complete(queue regclass, id bigint, lease_token bigint, result jsonb)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_complete';
+COMMENT ON FUNCTION ck.complete(regclass, bigint, bigint, jsonb) IS
+'ck.complete with the job''s result, kept in the queue''s history (ck.set_history; without one it is not kept)';
+
+CREATE FUNCTION ck.try_complete(queue regclass, id bigint, lease_token bigint, result jsonb)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_complete';
+COMMENT ON FUNCTION ck.try_complete(regclass, bigint, bigint, jsonb) IS
+'ck.try_complete with the job''s result, kept in the queue''s history';
+
+-- Every argument given: with batch and lease defaulted, a 1.0 call with an untyped fourth
+-- argument (a driver's parameter) would not know which function it means.
+CREATE FUNCTION ck.complete_and_claim(queue regclass, id bigint, lease_token bigint, batch integer,
+                                      lease interval, result jsonb)
+RETURNS TABLE (id bigint, lease_token bigint, attempts integer, payload jsonb, lease_until timestamptz)
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1
+AS 'MODULE_PATHNAME', 'ck_complete_and_claim';
+COMMENT ON FUNCTION ck.complete_and_claim(regclass, bigint, bigint, integer, interval, jsonb) IS
+'ck.complete_and_claim with the completed job''s result, kept in the queue''s history';
+
+CREATE FUNCTION ck.complete_many(queue regclass, ids bigint[], lease_tokens bigint[], results jsonb[])
+RETURNS SETOF bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_complete_many';
+COMMENT ON FUNCTION ck.complete_many(regclass, bigint[], bigint[], jsonb[]) IS
+'ck.complete_many with results[i] for ids[i], kept in the queue''s history';
+
+CREATE FUNCTION ck.try_complete_many(queue regclass, ids bigint[], lease_tokens bigint[], results jsonb[])
+RETURNS SETOF bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_try_complete_many';
+COMMENT ON FUNCTION ck.try_complete_many(regclass, bigint[], bigint[], jsonb[]) IS
+'ck.try_complete_many with results[i] for ids[i], kept in the queue''s history';

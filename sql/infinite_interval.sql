@@ -23,9 +23,16 @@ SELECT statement, test.outcome(statement) FROM (VALUES
     ($s$SELECT ck.fail('forever', id, lease_token, 'x', '-infinity') FROM held$s$),
     ($s$SELECT ck.purge_dead('forever', 'infinity')$s$),
     ($s$SELECT ck.purge_dead('forever', '-infinity')$s$),
+    ($s$SELECT ck.purge_dead_matching('forever', older_than => 'infinity')$s$),
+    ($s$SELECT ck.retry_dead_matching('forever', older_than => '-infinity')$s$),
+    ($s$SELECT ck.set_history('forever', 'infinity')$s$),
+    ($s$SELECT ck.set_history('forever', '1 day', 'infinity')$s$),
+    ($s$SELECT * FROM ck.await_job('forever', 1, '-infinity')$s$),
     ($s$SELECT ck.xact_lock(1, 1, '-infinity')$s$),
     ($s$SELECT ck.session_lock('reports', 1, '-infinity')$s$)
 ) AS bad(statement);
+-- a job timeout is finite too (the check constraint of ck.queues)
+SELECT test.outcome($$UPDATE ck.queues SET timeout = 'infinity' WHERE queue = 'forever'::regclass$$) LIKE '23514:%' AS infinite_timeout_refused;
 -- nothing changed: no second queue, the same jobs (the held one still held, the other
 -- unclaimed), the dead letter still there
 SELECT count(*) AS forever2_registered, to_regclass('forever2') AS forever2_table

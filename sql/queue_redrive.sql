@@ -43,7 +43,6 @@ SELECT test.outcome($$SELECT ck.purge_dead_matching('rq', batch => NULL)$$);
 SELECT test.outcome($$SELECT ck.purge_dead_matching('rq', batch => 0)$$);
 SELECT test.outcome($$SELECT ck.retry_dead_matching('rq', batch => 10001)$$);
 SELECT test.outcome($$SELECT ck.purge_dead_matching('rq', older_than => '-1 second')$$);
-SELECT test.outcome($$SELECT ck.purge_dead_matching('rq', older_than => 'infinity')$$);
 SELECT test.outcome($$SELECT ck.purge_dead_matching('rq', min_attempts => -1)$$);
 SELECT test.outcome($$SELECT ck.purge_dead_matching('pg_class')$$);
 SELECT test.outcome($$SELECT ck.purge_dead_matching('rq', payload_contains => 'not json')$$);

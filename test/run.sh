@@ -231,7 +231,7 @@ run_tests() {
         show_failure regression.diffs
     suite "isolation, not preloaded" count_regress make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= ||
         show_failure output_iso/regression.diffs
-    for script in test/client/claim_wait.sh test/client/queue_activity.sh test/client/queue_workers.sh \
+    for script in test/client/claim_wait.sh test/client/queue_activity.sh test/client/queue_workers.sh test/client/await_job.sh \
         test/client/python_worker.sh; do
         [[ -x $script ]] || continue
         script_runnable "$script" || continue

@@ -309,7 +309,7 @@ backend_memory() {
 }
 
 # wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits
-# timeouts dependencies lock optimistic overlaps latency size memory) is unset or names SECTION.
+# timeouts history history_counts dependencies lock optimistic overlaps latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -689,6 +689,40 @@ latency plain / timed).
 |---|---:|---|---:|---:|---:|---:|
 EOF
 compare_rounds timeouts "claim + heartbeat + complete" plain timed
+fi
+
+if wanted history; then
+client_counts=(1 4 16) rounds=5
+out <<EOF
+
+## Queue: history of finished jobs
+
+\`ck.claim\` + \`ck.complete(..., result)\` on a queue keeping its finished jobs for 7 days (\`ck.set_history\`: each
+completion also writes the job's record, in the statement that deletes it) against the same loop on a queue without
+a history (test/bench/history_*.sql); $rounds rounds of separate runs, the order alternating: the median tps of each
+and the median of the rounds' ratios, and one mixed run (mean latency off / on). Goal: history on >= 0.85 of off.
+
+| workload | clients | sync_commit | history off tps | history on tps | ratio | mixed |
+|---|---:|---|---:|---:|---:|---:|
+EOF
+compare_rounds history "claim + complete" off on
+fi
+
+if wanted history_counts; then
+rows=${CK_BENCH_HISTORY_ROWS:-10000000}
+out <<EOF
+
+## Queue: counts over the history
+
+$rows finished jobs over the last 7 days, in hourly partitions, sealed by one \`ck.maintain_history\` (each ended
+partition counted once, its counts kept); then \`ck.history_counts\` (every period and state: the sealed periods
+from their kept counts, the current hour counted) timed 20 times, against one \`count(*) ... GROUP BY state\` over
+the whole history (test/bench/history_counts.sql). Goal: under 10 ms at 10 million rows.
+
+| rows | partitions | seal (ms) | history_counts median (ms) | max (ms) | plain count (ms) |
+|---:|---:|---:|---:|---:|---:|
+EOF
+sql -At -F ' | ' -v rows="$rows" -f "$here/history_counts.sql" | tail -n 1 | awk '{ print "| " $0 " |" }' | out
 fi
 
 if wanted dependencies; then

@@ -336,8 +336,10 @@ Datum distributed_complete_many(FunctionCallInfo fcinfo, const Distribution &d)
         return p;
     });
     for (size_t shard = 0; shard < n; shard++) {
-        Datum args[2];
-        bool nulls[2] = {false, false};
+        // The 1.1.0 overload's results (a third array) are not sent: a distributed queue keeps no
+        // history (ck.set_history refuses it), where results are kept.
+        Datum args[3] = {0, 0, 0};
+        bool nulls[3] = {false, false, true};
         bool any = pg_call([&] {
             Datum *ids = static_cast<Datum *>(palloc(sizeof(Datum) * (pairs.count + 1)));
             Datum *tokens = static_cast<Datum *>(palloc(sizeof(Datum) * (pairs.count + 1)));
@@ -353,7 +355,7 @@ Datum distributed_complete_many(FunctionCallInfo fcinfo, const Distribution &d)
         });
         if (!any)
             continue;
-        run_on_shard(d, queue, fcinfo->flinfo->fn_oid, shard, args, nulls, 2);
+        run_on_shard(d, queue, fcinfo->flinfo->fn_oid, shard, args, nulls, PG_NARGS() - 1);
         pg_call([&] { append_result_rows(out); });
     }
     return (Datum) 0;

@@ -7,6 +7,7 @@
 #include "queue/signal/activity.hpp"
 #include "base/boundary.hpp"
 #include "base/shared_memory.hpp"
+#include "queue/signal/wakeup.hpp"
 
 extern "C" {
 #include "common/hashfn.h"
@@ -173,6 +174,8 @@ void count_at_commit(Oid queue, Activity what, uint64 n)
 {
     if (shared == nullptr || n == 0)
         return;
+    if (what == Activity::Completed || what == Activity::Buried || what == Activity::Cancelled)
+        queue_mark_finished(queue);   // ck.await_job's wake-up (every path that finishes a job counts it here)
     int level = GetCurrentTransactionNestLevel();
     int k = static_cast<int>(what);
     for (int i = 0; i < npending; i++)

@@ -6,6 +6,7 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "port/atomics.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -23,6 +24,10 @@ constexpr uint32 slot_count = 256;
 
 struct Slots {
     ConditionVariable cv[slot_count];
+    // ck.await_job (queue_await_*): its own condition variables, woken by commits that finish
+    // jobs, and how many callers await a job of each slot's queues (see queue_mark_finished).
+    ConditionVariable finished_cv[slot_count];
+    pg_atomic_uint32 awaiting[slot_count];
 };
 
 Slots *slots = nullptr;
@@ -33,6 +38,12 @@ constexpr int max_marked = 32;
 uint32 marked[max_marked];
 int nmarked = 0;
 bool wake_all = false;
+
+// Queues this transaction finished jobs of (for ck.await_job); past capacity every slot is woken.
+uint32 finished[max_marked];
+int nfinished = 0;
+bool finished_all = false;
+int awaiting_slot = -1;   // the slot this backend counts itself in while it awaits a job
 
 #if PG_VERSION_NUM >= 170000
 // 17+ names an extension's wait events: pg_stat_activity shows CkClaimWait. Registered on the
@@ -68,11 +79,25 @@ void on_xact(XactEvent event, void *)
         else
             for (int i = 0; i < nmarked; i++)
                 ConditionVariableBroadcast(&slots->cv[marked[i]]);
+        // Read after the commit became visible: an awaiter that counted itself later looks
+        // after that, and sees the job finished (queue_await_prepare).
+        pg_memory_barrier();
+        for (int j = 0; j < (finished_all ? static_cast<int>(slot_count) : nfinished); j++) {
+            uint32 i = finished_all ? static_cast<uint32>(j) : finished[j];
+            if (pg_atomic_read_u32(&slots->awaiting[i]) > 0)
+                ConditionVariableBroadcast(&slots->finished_cv[i]);
+        }
+    }
+    if ((event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) && awaiting_slot >= 0 && slots != nullptr) {
+        pg_atomic_fetch_sub_u32(&slots->awaiting[awaiting_slot], 1);   // an await ended by an error
+        awaiting_slot = -1;
     }
     if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
         event == XACT_EVENT_PREPARE) {
         nmarked = 0;
         wake_all = false;
+        nfinished = 0;
+        finished_all = false;
         prepared = nullptr;   // an abort has cancelled the sleep itself
     }
 }
@@ -81,8 +106,11 @@ void on_xact(XactEvent event, void *)
 void init_slots(void *memory)
 {
     Slots *made = static_cast<Slots *>(memory);
-    for (uint32 i = 0; i < slot_count; i++)
+    for (uint32 i = 0; i < slot_count; i++) {
         ConditionVariableInit(&made->cv[i]);
+        ConditionVariableInit(&made->finished_cv[i]);
+        pg_atomic_init_u32(&made->awaiting[i], 0);
+    }
 }
 
 } // namespace
@@ -139,6 +167,44 @@ void queue_wait_cancel()
     if (prepared != nullptr)
         ConditionVariableCancelSleep();
     prepared = nullptr;
+}
+
+void queue_mark_finished(Oid queue)
+{
+    // Only recorded: the commit reads the slot's awaiters (none: no broadcast at all).
+    if (slots == nullptr || finished_all)
+        return;
+    uint32 slot = slot_of(queue);
+    for (int i = 0; i < nfinished; i++)
+        if (finished[i] == slot)
+            return;
+    if (nfinished == max_marked)
+        finished_all = true;
+    else
+        finished[nfinished++] = slot;
+}
+
+bool queue_await_prepare(Oid queue)
+{
+    if (!shared_memory_attach())
+        return false;
+    uint32 slot = slot_of(queue);
+    if (awaiting_slot != static_cast<int>(slot)) {
+        queue_await_end();
+        pg_atomic_fetch_add_u32(&slots->awaiting[slot], 1);   // a full barrier: counted before the look
+        awaiting_slot = static_cast<int>(slot);
+    }
+    prepared = &slots->finished_cv[slot];
+    ConditionVariablePrepareToSleep(prepared);
+    return true;
+}
+
+void queue_await_end()
+{
+    queue_wait_cancel();
+    if (awaiting_slot >= 0 && slots != nullptr)
+        pg_atomic_fetch_sub_u32(&slots->awaiting[awaiting_slot], 1);
+    awaiting_slot = -1;
 }
 
 } // namespace ck

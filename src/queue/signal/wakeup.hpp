@@ -27,4 +27,15 @@ void queue_wait_prepare(Oid queue);
 void queue_wait_sleep(long timeout_ms);
 void queue_wait_cancel();
 
+// ck.await_job. A transaction that finished jobs of queue (completed, buried, cancelled: every
+// such path counts them with count_at_commit, which calls this) wakes the awaiters of the
+// queue's slot at commit, if there are any: a queue nobody awaits pays a short array append.
+// Never raises.
+void queue_mark_finished(Oid queue);
+// The awaiter's side: counts itself in the queue's slot and prepares to sleep on it (before each
+// look; false without the shared state: poll), queue_wait_sleep, and queue_await_end once done
+// (also after an error: the count must not leak, so call it from a destructor or catch).
+bool queue_await_prepare(Oid queue);
+void queue_await_end();
+
 } // namespace ck

@@ -30,14 +30,17 @@ using ck::require_arg;
 
 } // namespace
 
-// ck.complete raises CK005 when the lease was lost, ck.try_complete returns false.
+// ck.complete raises CK005 when the lease was lost, ck.try_complete returns false. The 1.1.0
+// overloads take a result (jsonb) as a fourth argument, kept in the queue's history if it has one.
 static Datum complete(FunctionCallInfo fcinfo, bool raise)
 {
     ck::Ack a = ck::ack_args(fcinfo);
-    Datum values[2] = {a.id, a.token};
+    bool no_result = PG_NARGS() < 4 || PG_ARGISNULL(3);
+    Datum values[3] = {a.id, a.token, no_result ? (Datum) 0 : PG_GETARG_DATUM(3)};
+    char nulls[3] = {' ', ' ', no_result ? 'n' : ' '};
     return ck::on_queue(fcinfo, a.queue, ck::Route{ck::Route::Kind::ById}, [&]() -> Datum {
         const ck::QueuePlan &p = ck::queue_statement(ck::QueueStatement::Complete, a.queue);
-        bool done = ck::queue_execute(p, a.queue, values) == 1;
+        bool done = ck::queue_execute(p, a.queue, values, nulls) == 1;
         if (done) {
             ready_again_on_abort(a.queue, a.id, 1);
             ck::count_at_commit(a.queue, Activity::Completed);
@@ -115,6 +118,27 @@ static void first_lost_pair(FunctionCallInfo fcinfo, Datum *id, Datum *token)
     });
 }
 
+// The results argument of complete_many's 1.1.0 overloads: NULL (none), or one per pair (each
+// may be NULL). Returns whether there is one.
+static bool results_arg(FunctionCallInfo fcinfo, int ids)
+{
+    if (PG_NARGS() < 4 || PG_ARGISNULL(3))
+        return false;
+    struct Shape {
+        int ndim;
+        int length;
+    };
+    Shape shape = ck::pg_call([&] {
+        ArrayType *a = PG_GETARG_ARRAYTYPE_P(3);
+        return Shape{ARR_NDIM(a), ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a))};
+    });
+    if (shape.ndim > 1 || shape.length != ids)
+        throw ck::Error(ERRCODE_ARRAY_SUBSCRIPT_ERROR,
+                        ck::fmt("ids has %d elements but results has %d", ids, shape.length),
+                        "", "Pass one result per job (NULL for none), in the order of ids.");
+    return true;
+}
+
 // ck.complete_many(queue, ids, lease_tokens) completes every pair or raises CK005 (nothing
 // completed: the transaction rolls back); ck.try_complete_many returns the ids whose pair still
 // held the lease and leaves the others alone.
@@ -127,11 +151,13 @@ static Datum complete_many(FunctionCallInfo fcinfo, bool raise)
         throw ck::Error(ERRCODE_ARRAY_SUBSCRIPT_ERROR,
                         ck::fmt("ids has %d elements but lease_tokens has %d", ids, tokens),
                         "", "Pass each job's id and the lease token its claim returned, in the same order.");
-    Datum values[2] = {PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
+    bool results = results_arg(fcinfo, ids);
+    Datum values[3] = {PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), results ? PG_GETARG_DATUM(3) : (Datum) 0};
+    char nulls[3] = {' ', ' ', results ? ' ' : 'n'};
     Oid queue = PG_GETARG_OID(0);
     return ck::on_queue(fcinfo, queue, ck::Route{ck::Route::Kind::CompleteMany}, [&]() -> Datum {
         const ck::QueuePlan &p = ck::queue_statement(ck::QueueStatement::CompleteMany, queue);
-            uint64 done = ck::queue_execute(p, queue, values);
+        uint64 done = ck::queue_execute(p, queue, values, nulls);
         ck::count_now(queue, Activity::LostAcks, static_cast<uint64>(ids) - done);
         ck::pg_call([&] {
             for (uint64 i = 0; i < SPI_processed; i++) {
@@ -241,7 +267,8 @@ static Datum fail(FunctionCallInfo fcinfo, bool raise)
             ck::count_at_commit(a.queue, Activity::Retried);
             outcome = "retry";
         }
-        PG_RETURN_TEXT_P(cstring_to_text(outcome));
+        // Copied out of the SPI connection's memory, which spi_finish frees before the caller reads it.
+        return ck::pg_call([&] { return SPI_datumTransfer(PointerGetDatum(cstring_to_text(outcome)), false, -1); });
     });
 }
 

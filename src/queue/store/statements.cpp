@@ -10,6 +10,9 @@
 
 extern "C" {
 #include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_depend.h"
 #include "storage/bufmgr.h"
 #include "utils/timestamp.h"
 }
@@ -27,6 +30,7 @@ struct QueueRow {
     int32 max_attempts;
     bool timed;         // a timeout is set (1.1.0)
     Interval timeout;
+    Oid history;   // InvalidOid: no history
 };
 
 // The one statement of the queue's settings, shared by every queue (hence not a QueueStatement).
@@ -39,12 +43,16 @@ QueueRow read_queue_row(Oid relid)
         Prepared config;
         Oid types[1] = {REGCLASSOID};
         config.plan = pg_call([&] {
-            // timeout through the row's jsonb: a library newer than the installed SQL (before
-            // ALTER EXTENSION ... UPDATE) finds no such column, and reads NULL.
-            return prepare_kept("SELECT q.dead_letters, q.lease, q.max_attempts, (pg_catalog.to_jsonb(q) "
-                                "OPERATOR(pg_catalog.->>) 'timeout')::pg_catalog.interval FROM ck.queues AS q "
-                                "WHERE q.queue OPERATOR(pg_catalog.=) $1",
-                                1, types);
+            // timeout and the history (1.1.0) where ck.queues has them: the library may be newer
+            // than the installed SQL objects until ALTER EXTENSION ... UPDATE.
+            Oid queues = get_relname_relid("queues", get_namespace_oid("ck", false));
+            bool has_timeout = get_attnum(queues, "timeout") != InvalidAttrNumber;
+            bool has_history = get_attnum(queues, "history_retention") != InvalidAttrNumber;
+            std::string sql = std::string("SELECT dead_letters, lease, max_attempts, ") +
+                              (has_timeout ? "timeout" : "NULL::pg_catalog.interval") + ", " +
+                              (has_history ? "CASE WHEN history_retention IS NOT NULL THEN history END" : "NULL::pg_catalog.regclass") +
+                              " FROM ck.queues WHERE queue OPERATOR(pg_catalog.=) $1";
+            return prepare_kept(sql.c_str(), 1, types);
         });
         return config;
     });
@@ -61,6 +69,8 @@ QueueRow read_queue_row(Oid relid)
     row.timed = !isnull;
     if (row.timed)
         row.timeout = *DatumGetIntervalP(timeout);
+    Datum history = result_datum(0, 5, &isnull);
+    row.history = isnull ? InvalidOid : DatumGetObjectId(history);
     return row;
 }
 
@@ -92,8 +102,17 @@ constexpr int by_id_generic = CURSOR_OPT_GENERIC_PLAN;
 // type: the statements run with the caller's search_path.
 #define EQ CK_OP("=")
 Statement statement_for(QueueStatement kind, const std::string &q, const std::string &dead, bool has_dependencies,
-                        bool has_timeout, bool timed)
+                        bool has_timeout, bool timed, const std::string &hist = "", Oid sequence = InvalidOid)
 {
+    // With a history (ck.set_history), the statement that removes a job also records it there
+    // (rows of a CTE named `from` with the job's columns): exactly once, in the same transaction.
+    // The "same statement" rule is why each such kind has two texts, chosen when it is planned.
+    auto record = [&](const char *from, const char *state, const std::string &error, const std::string &result) {
+        return hist.empty() ? std::string() :
+            ", recorded AS (INSERT INTO " + hist + " (id, state, attempts, error, result, payload, enqueued_at, finished_at)"
+            " SELECT r.id, '" + state + "', r.attempts, " + error + ", " + result + ", r.payload, r.enqueued_at,"
+            " pg_catalog.clock_timestamp() FROM " + from + " AS r)";
+    };
     const std::string now = "pg_catalog.now()";
     // Job timeouts (engine/timeout.cpp): a queue's table with the column timeout_at (1.1.0) has
     // acknowledgements refused once the attempt's timeout has passed, and a queue with a timeout
@@ -211,8 +230,9 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         // whether a worker may be running it.
         return {"WITH gone AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *), dead AS ("
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
-                "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, 'cancelled' FROM gone AS g) "
-                "SELECT lease_token IS NOT NULL AND run_at" CK_OP(">") "$2, priority, run_at FROM gone",
+                "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, 'cancelled' FROM gone AS g)" +
+                record("gone", "cancelled", "'cancelled'", "NULL") +
+                " SELECT lease_token IS NOT NULL AND run_at" CK_OP(">") "$2, priority, run_at FROM gone",
                 {INT8OID, TIMESTAMPTZOID}, 2, by_id_generic, true};
     // Dependencies (rules/dependencies.cpp). A waiting job is parked at 'infinity' with its own
     // run_at kept, as a job held back by its concurrency key is; it takes no slot until ready.
@@ -263,7 +283,8 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         return {"WITH gone AS (DELETE FROM " + q + " AS j USING pg_catalog.unnest($1) AS d(id)"
                 " WHERE j.id" EQ "ANY (ARRAY[d.id]) AND j.waiting_for IS NOT NULL RETURNING j.*), dead AS ("
                 "INSERT INTO " + dead + " (id, job, attempts, last_error) "
-                "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, $2 FROM gone AS g) SELECT pg_catalog.count(*) FROM gone",
+                "SELECT g.id, pg_catalog.to_jsonb(g), g.attempts, $2 FROM gone AS g)" + record("gone", "buried", "$2", "NULL") +
+                " SELECT pg_catalog.count(*) FROM gone",
                 {INT8ARRAYOID, TEXTOID}, 2, 0};
     case QueueStatement::Claim:
     case QueueStatement::ClaimFrom:
@@ -332,16 +353,29 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                 CK_OP(">=") "$1 ORDER BY run_at LIMIT " + std::to_string(bury_batch) + " FOR UPDATE SKIP LOCKED)) RETURNING *) "
                 ", dead AS (INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, "
-                "'lease expired on the last attempt' FROM buried AS b) "
-                "SELECT id, priority, run_at FROM buried",
+                "'lease expired on the last attempt' FROM buried AS b)" +
+                record("buried", "buried", "'lease expired on the last attempt'", "NULL") +
+                " SELECT id, priority, run_at FROM buried",
                 {INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}, 3, generic_fast};
     case QueueStatement::Complete:
+        // $3: the result of ck.complete(..., result), kept only with a history.
+        if (!hist.empty())
+            return {"WITH done AS (DELETE FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " RETURNING *)" +
+                        record("done", "completed", "NULL", "$3") + " SELECT priority, run_at FROM done",
+                    {INT8OID, INT8OID, JSONBOID}, 3, by_id_generic, true};
         return {"DELETE FROM " + q + " WHERE id" EQ "$1 AND " + token_is + " RETURNING priority, run_at",
                 {INT8OID, INT8OID}, 2, by_id_generic, true};
     case QueueStatement::CompleteMany:
         // Pairs matched on the primary key; a pair whose token is stale matches nothing. Each
         // pair's job is looked up by id, as the claim's update does (the same join, planned the
         // same way: see the claim above and store/plans.cpp).
+        // With a history, $3 holds the results, pair by pair (NULL: none).
+        if (!hist.empty())
+            return {"WITH done AS (DELETE FROM " + q + " AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
+                    "pg_catalog.unnest($3)) AS a(id, lease_token, result) WHERE j.id" EQ "ANY (ARRAY[a.id]) AND (j.lease_token"
+                    EQ "a.lease_token) IS TRUE" + in_time + " RETURNING j.*, a.result AS ck_result)" +
+                        record("done", "completed", "NULL", "r.ck_result") + " SELECT id, priority, run_at FROM done",
+                    {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID}, 3, generic_fast};
         return {"DELETE FROM " + q + " AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS a(id, lease_token) "
                 "WHERE j.id" EQ "ANY (ARRAY[a.id]) AND (j.lease_token" EQ "a.lease_token) IS TRUE" + in_time +
                 " RETURNING j.id, j.priority, j.run_at",
@@ -354,8 +388,8 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                 "WHERE id" EQ "$1 RETURNING priority, run_at",
                 {INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID}, 4, by_id_generic, true};
     case QueueStatement::FailDead:
-        return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *) "
-                "INSERT INTO " + dead + " (id, job, attempts, last_error) "
+        return {"WITH buried AS (DELETE FROM " + q + " WHERE id" EQ "$1 RETURNING *)" + record("buried", "buried", "$2", "NULL") +
+                " INSERT INTO " + dead + " (id, job, attempts, last_error) "
                 "SELECT b.id, pg_catalog.to_jsonb(b), b.attempts, $2 FROM buried AS b",
                 {INT8OID, TEXTOID}, 2, by_id_generic, true};
     case QueueStatement::ExtendLease:
@@ -456,6 +490,36 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                 "DELETE FROM " + dead + " WHERE id" EQ "ANY (ARRAY(SELECT id FROM revived))",
                 {TEXTOID, TEXTOID, INTERVALOID, INT4OID, JSONBOID, INT4OID}, 6, 0};
     }
+    case QueueStatement::JobFind: {
+        // $1 the id, $2 the moment. A job still in the queue says where it is; else its latest
+        // history record (a dead letter retried and finished again has two).
+        std::string in_queue = "SELECT CASE WHEN j.lease_token IS NOT NULL AND j.run_at" CK_OP(">") "$2 THEN 'running'"
+            " ELSE 'waiting' END, j.attempts, j.last_error, NULL::pg_catalog.jsonb, j.enqueued_at, NULL::pg_catalog.timestamptz"
+            " FROM " + q + " AS j WHERE j.id" EQ "$1";
+        if (hist.empty())
+            return {in_queue, {INT8OID, TIMESTAMPTZOID}, 2, 0};
+        return {"(" + in_queue + ") UNION ALL (SELECT h.state, h.attempts, h.error, h.result, h.enqueued_at, h.finished_at"
+                " FROM " + hist + " AS h WHERE h.id" EQ "$1 ORDER BY h.finished_at DESC LIMIT 1) LIMIT 1",
+                {INT8OID, TIMESTAMPTZOID}, 2, 0};
+    }
+    case QueueStatement::JobDead:
+        // A dead letter, without a history record: its reason says whether it was cancelled.
+        return {"SELECT CASE WHEN d.last_error" EQ "'cancelled' THEN 'cancelled' ELSE 'buried' END, d.attempts, d.last_error,"
+                " NULL::pg_catalog.jsonb, (d.job" CK_OP("->>") "'enqueued_at')::pg_catalog.timestamptz, d.died_at"
+                " FROM " + dead + " AS d WHERE d.id" EQ "$1 LIMIT 1",
+                {INT8OID}, 1, 0};
+    case QueueStatement::JobGiven: {
+        // Given when at most the last value of the queue's identity sequence (not called yet:
+        // none given); when the caller may not read the sequence, or there is none, it cannot
+        // tell: gone.
+        std::string seq = "'" + std::to_string(sequence) + "'::pg_catalog.oid";
+        std::string given = sequence == InvalidOid ? "true" :
+            "CASE WHEN pg_catalog.has_sequence_privilege(" + seq + ", 'SELECT,USAGE') THEN COALESCE($1" CK_OP("<=")
+            "pg_catalog.pg_sequence_last_value(" + seq + "::pg_catalog.regclass), false) ELSE true END";
+        return {"SELECT CASE WHEN " + given + " THEN 'gone' ELSE 'unknown' END, NULL::pg_catalog.int4, NULL::pg_catalog.text,"
+                " NULL::pg_catalog.jsonb, NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz",
+                {INT8OID}, 1, 0};
+    }
     default:
         throw std::logic_error("not a queue statement");
     }
@@ -491,6 +555,41 @@ bool planned_apart(QueueStatement kind)
     default:
         return false;
     }
+}
+
+// The history table's name, quoted (empty: no history); 42P01 when it was dropped meanwhile.
+std::string history_table(Oid history, const char *queue)
+{
+    if (history == InvalidOid)
+        return "";
+    return pg_call([&] {
+        if (get_rel_relkind(history) == '\0')
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("the history table of queue \"%s\" is missing", queue),
+                            errhint("ck.set_history(queue, NULL) turns the history off; ck.set_history(queue, retention) makes it anew.")));
+        return quote_qualified_identifier(get_namespace_name(get_rel_namespace(history)), get_rel_name(history));
+    });
+}
+
+// The sequence of the queue's identity column id (InvalidOid: none, e.g. an adopted table's serial id).
+Oid identity_sequence(Oid relid)
+{
+    return pg_call([&] {
+        AttrNumber id = get_attnum(relid, "id");
+        if (id == InvalidAttrNumber)
+            return InvalidOid;
+        List *seqs = getOwnedSequences(relid);
+        ListCell *cell;
+        foreach (cell, seqs) {
+            Oid seq = lfirst_oid(cell);
+            Oid table;
+            int32 col;
+            // The identity's own (internal): a sequence merely owned by id may not give the ids
+            // themselves (a Citus shard's gives i, its ids are i * shard_count + shard_index).
+            if (sequenceIsOwned(seq, DEPENDENCY_INTERNAL, &table, &col) && col == id)
+                return seq;
+        }
+        return InvalidOid;
+    });
 }
 
 } // namespace
@@ -529,7 +628,9 @@ const QueuePlan &queue_statement(QueueStatement kind, Oid relid)
         bool has_dependencies = pg_call([&] { return get_attnum(relid, "waiting_for") != InvalidAttrNumber; });
         // Queues made before 1.1.0 and not updated have no job timeouts (nor their column).
         bool has_timeout = pg_call([&] { return get_attnum(relid, "timeout_at") != InvalidAttrNumber; });
-        Statement s = statement_for(kind, table.sql, dead, has_dependencies, has_timeout, has_timeout && row.timed);
+        std::string hist = history_table(row.history, table.qualified);
+        Oid sequence = kind == QueueStatement::JobGiven ? identity_sequence(relid) : InvalidOid;
+        Statement s = statement_for(kind, table.sql, dead, has_dependencies, has_timeout, has_timeout && row.timed, hist, sequence);
         QueuePlan p;
         p.plan = pg_call([&] { return prepare_kept(s.sql.c_str(), s.nargs, s.types, s.cursor_options); });
         p.table = table.name;
@@ -543,6 +644,7 @@ const QueuePlan &queue_statement(QueueStatement kind, Oid relid)
         p.has_timeout = has_timeout;
         p.timed = has_timeout && row.timed;
         p.timeout = row.timeout;
+        p.history = row.history;
         if (kind == QueueStatement::Claim || kind == QueueStatement::ClaimFrom || kind == QueueStatement::ClaimFromOne)
             p.planned_blocks = table_blocks(relid);
         return p;

@@ -67,6 +67,9 @@ enum class QueueStatement : uint8_t {
     TimedOut,        // leases ended at their attempt's timeout, locked (engine/timeout.cpp)
     RetryDeadMatching,   // a batch of dead letters matching a filter -> the queue (dead_letters.cpp)
     PurgeDeadMatching,   // a batch of dead letters matching a filter, deleted
+    JobFind,         // a job by id: in the queue (waiting, running), else its last history record
+    JobDead,         // a job by id among the dead letters (buried or cancelled)
+    JobGiven,        // whether an id was ever given (the identity sequence's last value): gone or unknown
 };
 
 // A queue statement's plan and the queue's settings from ck.queues.
@@ -82,6 +85,7 @@ struct QueuePlan : Prepared {
     bool has_timeout = false;         // the queue has the column timeout_at (1.1.0)
     bool timed = false;               // ... and a timeout in ck.queues: claims set each attempt's deadline
     Interval timeout{};               // that timeout
+    Oid history = InvalidOid;         // the queue's history of finished jobs (ck.set_history), or none
 };
 
 // The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# ck.await_job returns when the commit that finishes the job comes, not at max_wait: woken by
+# that commit (the median of 5 within 50 ms of the completer's COMMIT with the shared state,
+# preloaded or not, as claim_wait.sh measures), with the result the worker gave; a completion
+# that rolls back wakes nobody into a wrong answer (the job is still running at max_wait); a
+# cancel and a burial wake it too. make test runs this in both configurations. Prints TAP.
+set -euo pipefail
+
+db=ck_await_job
+trap 'dropdb --if-exists "$db" >/dev/null 2>&1 || true' EXIT
+dropdb --if-exists "$db" >/dev/null 2>&1
+createdb "$db"
+sql() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
+sql -c "CREATE EXTENSION concurrency_kit" -c "SELECT FROM ck.create_queue('jobs', lease => '1 hour', max_attempts => 1)" \
+    -c "SELECT FROM ck.set_history('jobs', '1 day')"
+
+n=0
+check() {  # check DESCRIPTION COMMAND...
+    n=$((n + 1))
+    if "${@:2}"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi
+}
+
+# finish_while_awaited HOW: a job is claimed, an awaiter waits up to 10 s, and 0.3 s later the
+# job is finished (HOW: complete, fail, cancel, rollback). Prints the awaiter's state, result
+# and the milliseconds from the finisher's last moment before COMMIT to the awaiter's return.
+finish_while_awaited() {
+    local how=$1 id token out finish committed
+    read -r id token < <(sql -F ' ' -c "SELECT ck.enqueue('jobs', '{}')" -c "SELECT id, lease_token FROM ck.claim('jobs')" | tail -n 1)
+    out=$(mktemp)
+    local wait=10
+    [[ $how == rollback ]] && wait=1
+    sql -F ' ' -c "SELECT state, coalesce(replace(result::text, ' ', ''), '-'), extract(epoch FROM clock_timestamp())
+                   FROM ck.await_job('jobs', $id, '$wait seconds')" >"$out" &
+    local awaiter=$!
+    sleep 0.3
+    case $how in
+        complete) finish="SELECT FROM ck.complete('jobs', $id, $token, '{\"answer\": $id}')" ;;
+        fail) finish="SELECT FROM ck.fail('jobs', $id, $token, 'no')" ;;
+        cancel) finish="SELECT FROM ck.cancel('jobs', $id)" ;;
+        rollback) finish="SELECT FROM ck.complete('jobs', $id, $token)" ;;
+    esac
+    local end=COMMIT
+    [[ $how == rollback ]] && end=ROLLBACK
+    committed=$(sql -c "BEGIN" -c "$finish" -c "SELECT extract(epoch FROM clock_timestamp())" -c "$end")
+    wait "$awaiter"
+    awk -v c="$committed" -v id="$id" '{ printf "%s %s %.1f %s\n", $1, $2, ($3 - c) * 1000, id }' "$out"
+    rm -f "$out"
+}
+
+bound_ms=50
+times=()
+wrong=0
+for i in 1 2 3 4 5; do
+    read -r state result ms id < <(finish_while_awaited complete)
+    [[ $state == completed && $result == "{\"answer\":$id}" ]] || wrong=$((wrong + 1))
+    times+=("$ms")
+done
+median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 3p)
+echo "# 5 awaiters woken by a completion, ms after the completer began to commit: ${times[*]}"
+check "a completion's commit wakes the awaiter with the state and result every time ($wrong of 5 wrong), within $bound_ms ms (median: $median ms)" \
+    awk -v m="$median" -v w="$wrong" -v b="$bound_ms" 'BEGIN { exit !(w == 0 && m < b) }'
+read -r state result ms id < <(finish_while_awaited fail)
+check "a burial by ck.fail wakes it: buried (after $ms ms)" awk -v s="$state" -v m="$ms" 'BEGIN { exit !(s == "buried" && m < 1000) }'
+read -r state result ms id < <(finish_while_awaited cancel)
+check "a cancel wakes it: cancelled (after $ms ms)" awk -v s="$state" -v m="$ms" 'BEGIN { exit !(s == "cancelled" && m < 1000) }'
+read -r state result ms id < <(finish_while_awaited rollback)
+check "a completion rolled back leaves it running until max_wait (1 s): $state" test "$state" = running
+echo "1..$n"
