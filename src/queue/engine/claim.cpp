@@ -7,6 +7,7 @@
 #include "queue/rules/limits.hpp"
 #include "queue/signal/activity.hpp"
 #include "queue/signal/frontier.hpp"
+#include "queue/signal/pause.hpp"
 #include "queue/store/place.hpp"
 #include "queue/store/rights.hpp"
 #include "queue/store/statements.hpp"
@@ -234,7 +235,11 @@ namespace ck {
 
 uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetInfo *out)
 {
-    const ck::QueuePlan &claim = ck::queue_statement(QueueStatement::Claim, queue);
+    // A paused queue (or one a pause is in progress on) claims nothing, and buries nothing.
+    const ck::QueuePlan *open = ck::open_claims(queue);
+    if (open == nullptr)
+        return 0;
+    const ck::QueuePlan &claim = *open;
     Interval effective = lease ? *lease : claim.lease;
     TimestampTz moment = GetCurrentTimestamp();
     FrontierView view;
@@ -315,11 +320,17 @@ void claim_wait(Oid queue, int32 batch, Interval *lease, TimestampTz deadline, R
                   [&] {
                       // Each look needs a new snapshot to see jobs committed while we wait.
                       uint64 claimed = claim_once(queue, batch, lease, Snap::Fresh, out);
+                      // A pause in progress waits for this transaction: it returns, empty.
+                      if (last_claim_gate() == ClaimGate::Pausing)
+                          return true;
                       // Dependants it made ready are claimable once this call's transaction
                       // commits: it returns rather than sleep on the rows it locked for them.
                       return resolve_after_claim(queue, claimed) || claimed > 0;
                   },
-                  [&](TimestampTz now) { return next_due(queue, now); });
+                  [&](TimestampTz now) {
+                      // Paused: nothing comes due before the resume, whose commit wakes us.
+                      return last_claim_gate() == ClaimGate::Paused ? DT_NOEND : next_due(queue, now);
+                  });
     departures.hand_over();
     resolve_deferred(queue);
 }

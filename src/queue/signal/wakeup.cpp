@@ -114,6 +114,17 @@ void queue_mark_ready(Oid queue)
         marked[nmarked++] = slot;
 }
 
+void queue_wake_now(Oid queue)
+{
+    if (slots == nullptr)
+        return;
+    if (queue == InvalidOid)
+        for (uint32 i = 0; i < slot_count; i++)
+            ConditionVariableBroadcast(&slots->cv[i]);
+    else
+        ConditionVariableBroadcast(&slots->cv[slot_of(queue)]);
+}
+
 void queue_wait_prepare(Oid queue)
 {
     if (!shared_memory_attach())

@@ -25,6 +25,7 @@ struct QueueRow {
     Oid dead_letters;
     Interval lease;
     int32 max_attempts;
+    bool paused;
 };
 
 // The one statement of the queue's settings, shared by every queue (hence not a QueueStatement).
@@ -37,20 +38,27 @@ QueueRow read_queue_row(Oid relid)
         Prepared config;
         Oid types[1] = {REGCLASSOID};
         config.plan = pg_call([&] {
-            return prepare_kept("SELECT dead_letters, lease, max_attempts FROM ck.queues WHERE queue OPERATOR(pg_catalog.=) $1",
+            // paused_at (1.1.0) read through to_jsonb: the library also serves databases whose
+            // extension is not updated yet, where the column does not exist.
+            return prepare_kept("SELECT dead_letters, lease, max_attempts,"
+                                " (pg_catalog.to_jsonb(q) OPERATOR(pg_catalog.->>) 'paused_at') IS NOT NULL"
+                                " FROM ck.queues AS q WHERE queue OPERATOR(pg_catalog.=) $1",
                                 1, types);
         });
         return config;
     });
     Datum values[1] = {ObjectIdGetDatum(relid)};
     QueueRow row{};
-    if (execute_plan(p.plan, values, nullptr, Snap::ReadOnly) == 0)
+    // The latest snapshot, not the calling statement's: settings read after an invalidation must
+    // include the commit that sent it (a pause, signal/pause.hpp), or they would be cached stale.
+    if (execute_plan(p.plan, values, nullptr, Snap::Latest) == 0)
         return row;
     bool isnull;
     row.found = true;
     row.dead_letters = DatumGetObjectId(result_datum(0, 1, &isnull));
     row.lease = *DatumGetIntervalP(result_datum(0, 2, &isnull));
     row.max_attempts = DatumGetInt32(result_datum(0, 3, &isnull));
+    row.paused = DatumGetBool(result_datum(0, 4, &isnull));
     return row;
 }
 
@@ -389,6 +397,14 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                 "   claimable.n" CK_OP(">") "10000"
                 " FROM leased, future, claimable, oldest",
                 {INT8OID}, 1, 0};
+    // Pause and resume (sql/pause.cpp): the queue's row, which the queues_changed trigger turns
+    // into an invalidation of every backend's settings of the queue at commit.
+    case QueueStatement::Pause:
+        return {"UPDATE ck.queues SET paused_at = pg_catalog.now() WHERE queue" EQ "$1 AND paused_at IS NULL RETURNING true",
+                {REGCLASSOID}, 1, 0};
+    case QueueStatement::Resume:
+        return {"UPDATE ck.queues SET paused_at = NULL WHERE queue" EQ "$1 AND paused_at IS NOT NULL RETURNING true",
+                {REGCLASSOID}, 1, 0};
     default:
         throw std::logic_error("not a queue statement");
     }
@@ -470,6 +486,7 @@ const QueuePlan &queue_statement(QueueStatement kind, Oid relid)
         p.has_dependencies = has_dependencies;
         p.apart = planned_apart(kind);
         p.by_id = s.by_id;
+        p.paused = row.paused;
         if (kind == QueueStatement::Claim || kind == QueueStatement::ClaimFrom || kind == QueueStatement::ClaimFromOne)
             p.planned_blocks = table_blocks(relid);
         return p;

@@ -64,6 +64,8 @@ enum class QueueStatement : uint8_t {
     Stats,
     NextDue,         // the earliest future run_at of a queue (a schedule or a lease end)
     NextDueOf,       // the same over given priorities
+    Pause,           // ck.queues.paused_at set ($1 the queue), unless paused already
+    Resume,          // ... and cleared
 };
 
 // A queue statement's plan and the queue's settings from ck.queues.
@@ -76,6 +78,7 @@ struct QueuePlan : Prepared {
     bool apart = false;               // its generic plan is made apart from the execution (plans.hpp)
     bool by_id = false;               // ... and every read of the queue in it is by id
     mutable bool planned = false;     // that plan has been made
+    bool paused = false;              // the queue's claims are paused (ck.queues.paused_at, 1.1.0)
 };
 
 // The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors
