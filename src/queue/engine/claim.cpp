@@ -320,16 +320,18 @@ void claim_wait(Oid queue, int32 batch, Interval *lease, TimestampTz deadline, R
                   [&] {
                       // Each look needs a new snapshot to see jobs committed while we wait.
                       uint64 claimed = claim_once(queue, batch, lease, Snap::Fresh, out);
-                      // A pause in progress waits for this transaction: it returns, empty.
-                      if (last_claim_gate() == ClaimGate::Pausing)
+                      // A pause in progress may be waiting for this transaction (it held the
+                      // claims' lock before this look): it returns, empty.
+                      if (last_claim_gate() == ClaimGate::Pausing && claim_lock_held_before())
                           return true;
                       // Dependants it made ready are claimable once this call's transaction
                       // commits: it returns rather than sleep on the rows it locked for them.
                       return resolve_after_claim(queue, claimed) || claimed > 0;
                   },
                   [&](TimestampTz now) {
-                      // Paused: nothing comes due before the resume, whose commit wakes us.
-                      return last_claim_gate() == ClaimGate::Paused ? DT_NOEND : next_due(queue, now);
+                      // Paused (or a pause in progress): nothing comes due before the resume or
+                      // the pause's end, which wake us.
+                      return last_claim_gate() == ClaimGate::Open ? next_due(queue, now) : DT_NOEND;
                   });
     departures.hand_over();
     resolve_deferred(queue);

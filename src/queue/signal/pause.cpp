@@ -43,12 +43,14 @@ Counters *counters = nullptr;
 // This transaction's pauses (the slots they counted in) and resumes (the queues to wake).
 constexpr int max_per_transaction = 16;
 uint32 counted[max_per_transaction];
+Oid counted_queue[max_per_transaction];
 int ncounted = 0;
 Oid resumed[max_per_transaction];
 int nresumed = 0;
 bool resumed_many = false;   // past capacity: every slot is woken
 
 ClaimGate last_gate = ClaimGate::Open;
+bool held_before = false;   // ... and whether its transaction held the claims' lock before it
 
 uint32 slot_of(Oid queue)
 {
@@ -63,14 +65,17 @@ void init_counters(void *memory)
 }
 
 // At the end of the top transaction, once its invalidations are sent (AtEOXact_Inval runs
-// before the release of locks), committed or not: the pauses stop counting; a committed resume
-// wakes its queue's waiters, which then read the resumed settings.
+// before the release of locks), committed or not: the pauses stop counting and wake their queues'
+// waiters; a committed resume wakes its queue's, which then read the resumed settings.
 void on_release(ResourceReleasePhase phase, bool is_commit, bool is_top_level, void *)
 {
     if (phase != RESOURCE_RELEASE_LOCKS || !is_top_level)
         return;
-    for (int i = 0; i < ncounted; i++)
+    // claim_wait callers asleep while the pause was in progress look again: paused now, or not.
+    for (int i = 0; i < ncounted; i++) {
         pg_atomic_fetch_sub_u32(&counters->pausing[counted[i]], 1);
+        queue_wake_now(counted_queue[i]);
+    }
     ncounted = 0;
     if (is_commit) {
         if (resumed_many)
@@ -132,22 +137,34 @@ void queue_pause_init()
 const QueuePlan *open_claims(Oid queue)
 {
     bool pausing = pg_call([&] {
-        LockRelationOid(queue, RowShareLock);
+        // LockRelationOid, but knowing whether the lock was held before (and taking the
+        // invalidations after the counter, below, instead of right after the lock).
+        LOCKTAG tag;
+        SET_LOCKTAG_RELATION(tag, MyDatabaseId, queue);
+        LOCALLOCK *local = nullptr;
+#if PG_VERSION_NUM >= 180000
+        LockAcquireResult got = LockAcquireExtended(&tag, RowShareLock, false, false, true, &local, false);
+#else
+        LockAcquireResult got = LockAcquireExtended(&tag, RowShareLock, false, false, true, &local);
+#endif
+        held_before = got == LOCKACQUIRE_ALREADY_HELD || got == LOCKACQUIRE_ALREADY_CLEAR;
         // The lock is in the lock table before the counter is read (a pause counts, then reads the
         // lock table): one of the two sees the other.
         pg_memory_barrier();
         bool shared = shared_memory_attach();
         bool counted_here = !shared || pg_atomic_read_u32(&counters->pausing[slot_of(queue)]) != 0;
         pg_read_barrier();
-        bool held = false;
+        bool in_progress = false;
         if (counted_here) {
-            held = !ConditionalLockDatabaseObject(RelationRelationId, queue, pause_lock_subid, ShareLock);
-            if (!held)
+            in_progress = !ConditionalLockDatabaseObject(RelationRelationId, queue, pause_lock_subid, ShareLock);
+            if (!in_progress)
                 UnlockDatabaseObject(RelationRelationId, queue, pause_lock_subid, ShareLock);
         }
         // A pause no longer counted has sent its invalidations: the settings read next include it.
         AcceptInvalidationMessages();
-        return held;
+        if (got != LOCKACQUIRE_ALREADY_CLEAR)
+            MarkLockClear(local);
+        return in_progress;
     });
     const QueuePlan &claim = queue_statement(QueueStatement::Claim, queue);
     last_gate = pausing ? ClaimGate::Pausing : claim.paused ? ClaimGate::Paused : ClaimGate::Open;
@@ -163,6 +180,11 @@ ClaimGate last_claim_gate()
     return last_gate;
 }
 
+bool claim_lock_held_before()
+{
+    return held_before;
+}
+
 void pause_claims(Oid queue)
 {
     pg_call([&] {
@@ -174,7 +196,8 @@ void pause_claims(Oid queue)
         if (shared_memory_attach()) {
             uint32 slot = slot_of(queue);
             pg_atomic_fetch_add_u32(&counters->pausing[slot], 1);
-            counted[ncounted++] = slot;
+            counted[ncounted] = slot;
+            counted_queue[ncounted++] = queue;
             // claim_wait callers asleep on the queue look again, see the pause in progress and
             // return, ending their transactions instead of holding this one up.
             queue_wake_now(queue);

@@ -17,10 +17,13 @@ void queue_pause_init();
 // claim would, for a caller without SELECT and UPDATE on the queue).
 const QueuePlan *open_claims(Oid queue);
 
-// What this backend's last open_claims found: open, paused (committed), or a pause in progress
-// (claim_wait returns then rather than sleep, so that the pause need not wait for it).
+// What this backend's last open_claims found: open, paused (committed), or a pause in progress;
+// and whether its transaction held the claims' lock on the queue before that call. A claim_wait
+// that finds a pause in progress returns when it held the lock before (the pause may be waiting
+// for its transaction), else sleeps as on a paused queue: the pause wakes it when it ends.
 enum class ClaimGate { Open, Paused, Pausing };
 ClaimGate last_claim_gate();
+bool claim_lock_held_before();
 
 // ck.pause_queue, after its update of ck.queues: marks a pause of queue in progress until this
 // transaction ends (raising 0A000 at PREPARE TRANSACTION), then waits for every other transaction
