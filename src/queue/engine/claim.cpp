@@ -34,6 +34,10 @@ using ck::QueueStatement;
 
 int claims_since_burial = 0;
 
+// How long a claim_wait that took the claims' lock while a pause was in progress sleeps before it
+// returns, empty: the pause may be waiting for its transaction (signal/pause.hpp).
+constexpr int64 pausing_nap_ms = 100;
+
 // The claim's plan is generic and kept; made while the queue was nearly empty, it finds the
 // claimed rows by scanning the whole table, which a big queue cannot afford until
 // autovacuum's next ANALYZE (a minute or more). A queue four times the size it was planned at is planned again: the
@@ -329,9 +333,19 @@ void claim_wait(Oid queue, int32 batch, Interval *lease, TimestampTz deadline, R
                       return resolve_after_claim(queue, claimed) || claimed > 0;
                   },
                   [&](TimestampTz now) {
-                      // Paused (or a pause in progress): nothing comes due before the resume or
-                      // the pause's end, which wake us.
-                      return last_claim_gate() == ClaimGate::Open ? next_due(queue, now) : DT_NOEND;
+                      // Paused: nothing comes due before the resume, which wakes us. A pause in
+                      // progress that may have found this transaction's lock after this look took
+                      // it: one short nap, then the look above returns (the pause's end wakes us
+                      // sooner).
+                      switch (last_claim_gate()) {
+                      case ClaimGate::Open:
+                          return next_due(queue, now);
+                      case ClaimGate::Paused:
+                          return DT_NOEND;
+                      case ClaimGate::Pausing:
+                          break;
+                      }
+                      return now + pausing_nap_ms * 1000;
                   });
     departures.hand_over();
     resolve_deferred(queue);

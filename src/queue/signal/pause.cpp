@@ -19,6 +19,8 @@ extern "C" {
 #include "port/atomics.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
 #include "utils/inval.h"
 #include "utils/resowner.h"
 }
@@ -99,9 +101,13 @@ void on_xact(XactEvent event, void *)
 
 // Waits for every other transaction holding RowShareLock on queue: a claim's lock, taken before
 // it read the pause counters (open_claims). Each wait is a lock wait (lock_timeout, deadlock
-// detection). Inserts take RowExclusiveLock only, so producers are not waited for.
+// detection). Inserts take RowExclusiveLock only, so producers are not waited for. Nor is a
+// backend asleep in claim_wait whose transaction has no xid: it has claimed nothing, and its next
+// look reads the counters after it woke (it clears its wait event, then passes a barrier; this
+// counted before reading the wait event), so it sees this pause.
 void wait_for_claims(Oid queue)
 {
+    uint32 sleeping = queue_wait_event_info();
     LockData *data = GetLockStatusData();
     VirtualTransactionId *holders =
         static_cast<VirtualTransactionId *>(palloc(sizeof(VirtualTransactionId) * (data->nelements + 1)));
@@ -111,6 +117,12 @@ void wait_for_claims(Oid queue)
         if (l.locktag.locktag_type != LOCKTAG_RELATION || l.locktag.locktag_field1 != MyDatabaseId ||
             l.locktag.locktag_field2 != queue || (l.holdMask & LOCKBIT_ON(RowShareLock)) == 0 || l.pid == MyProcPid)
             continue;
+        PGPROC *proc = l.pid != 0 ? BackendPidGetProc(l.pid) : nullptr;
+        if (proc != nullptr) {
+            volatile PGPROC *p = proc;
+            if (p->wait_event_info == sleeping && !TransactionIdIsValid(p->xid))
+                continue;
+        }
 #if PG_VERSION_NUM >= 170000
         holders[n++] = l.vxid;
 #else
@@ -198,9 +210,6 @@ void pause_claims(Oid queue)
             pg_atomic_fetch_add_u32(&counters->pausing[slot], 1);
             counted[ncounted] = slot;
             counted_queue[ncounted++] = queue;
-            // claim_wait callers asleep on the queue look again, see the pause in progress and
-            // return, ending their transactions instead of holding this one up.
-            queue_wake_now(queue);
         }
         wait_for_claims(queue);
     });

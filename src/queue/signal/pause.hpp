@@ -20,7 +20,8 @@ const QueuePlan *open_claims(Oid queue);
 // What this backend's last open_claims found: open, paused (committed), or a pause in progress;
 // and whether its transaction held the claims' lock on the queue before that call. A claim_wait
 // that finds a pause in progress returns when it held the lock before (the pause may be waiting
-// for its transaction), else sleeps as on a paused queue: the pause wakes it when it ends.
+// for its transaction); when it took the lock in that look, the pause may have found it or not:
+// it naps briefly and looks again (the pause's end wakes it sooner).
 enum class ClaimGate { Open, Paused, Pausing };
 ClaimGate last_claim_gate();
 bool claim_lock_held_before();

@@ -125,6 +125,11 @@ void queue_wake_now(Oid queue)
         ConditionVariableBroadcast(&slots->cv[slot_of(queue)]);
 }
 
+uint32 queue_wait_event_info()
+{
+    return wait_event();
+}
+
 void queue_wait_prepare(Oid queue)
 {
     if (!shared_memory_attach())

@@ -25,6 +25,10 @@ void queue_mark_ready(Oid queue);
 // resume, signal/pause.cpp). Never raises; a no-op without the shared slots.
 void queue_wake_now(Oid queue);
 
+// The wait event a claim_wait sleeps in (what pg_stat_activity shows): how a pause tells a
+// sleeper from a claim in progress (signal/pause.cpp). Inside pg_call (17+ registers it).
+uint32 queue_wait_event_info();
+
 // The waiter's side, all inside pg_call: prepare before looking for jobs, then sleep up to
 // timeout_ms (interruptible), and cancel once done. Without the shared slots,
 // queue_wait_sleep sleeps on the backend's latch for timeout_ms.
