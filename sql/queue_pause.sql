@@ -19,6 +19,10 @@ SELECT clock_timestamp() - :'t0'::timestamptz >= interval '190 ms' AS slept_its_
 SELECT ck.extend_lease('pq', :running, :running_token, '2 hours') > now() AS extended;
 SELECT count(*) AS claimed_after_complete FROM ck.complete_and_claim('pq', :running, :running_token, 10);
 SELECT count(*) AS left_in_queue, count(*) FILTER (WHERE lease_token IS NOT NULL) AS leased, max(attempts) AS attempts FROM pq;
+-- Under REPEATABLE READ too (the settings are read with the latest snapshot, not the transaction's).
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) AS claimed_repeatable_read FROM ck.claim('pq', 10);
+COMMIT;
 -- Producers go on.
 SELECT ck.enqueue('pq', '{"n": 4}', priority => -2) AS j4 \gset
 -- The state is in the table, not in this session: a new session finds the queue paused.
