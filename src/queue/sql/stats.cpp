@@ -72,6 +72,8 @@ CK_FUNCTION(ck_queue_stats)
             // 1.1.0 added the last column, paused, which the statement does not read.
             if (desc->natts == SPI_tuptable->tupdesc->natts)
                 return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], BlessTupleDesc(desc)));
+            if (desc->natts != 8 || SPI_tuptable->tupdesc->natts != 7)
+                elog(ERROR, "ck.queue_stats: %d result columns for %d counted", desc->natts, SPI_tuptable->tupdesc->natts);
             Datum values[8];
             bool nulls[8];
             heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, nulls);
