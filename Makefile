@@ -28,6 +28,7 @@ REGRESS      = test_helpers conditional plan_cache boundary memory sqlstate_acti
 REGRESS     += update_if_version lock_rows lock_audit upgrade_calls lock_namespace_prepared
 REGRESS     += queue_redrive queue_timeouts
 REGRESS     += queue_history
+REGRESS     += queue_pause
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(call ck_sources,test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=$(ck_srcdir)/test --load-extension=$(EXTENSION)

@@ -128,6 +128,7 @@ CREATE TABLE ck.queues (
     max_attempts integer NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
     notify       boolean NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now(),
+    paused_at    timestamptz,  -- 1.1.0: since when claims are paused (ck.pause_queue); NULL: not paused
     timeout      interval CONSTRAINT queues_timeout_check
                      CHECK (timeout > interval '0' AND pg_catalog.isfinite(timeout)),
     -- 1.1.0: the history of finished jobs (ck.set_history): its table (kept when turned off),
@@ -377,12 +378,12 @@ COMMENT ON FUNCTION ck.purge_dead(regclass, interval) IS
 
 CREATE FUNCTION ck.queue_stats(queue regclass,
     OUT ready bigint, OUT scheduled bigint, OUT running bigint, OUT expired bigint, OUT dead bigint,
-    OUT oldest_ready_age interval, OUT ready_estimated boolean)
+    OUT oldest_ready_age interval, OUT ready_estimated boolean, OUT paused boolean)
 RETURNS record
 LANGUAGE c STABLE PARALLEL RESTRICTED SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_queue_stats';
 COMMENT ON FUNCTION ck.queue_stats(regclass) IS
-'job counts: running, expired, scheduled and dead exact; ready exact up to 10,000, estimated beyond (ready_estimated)';
+'job counts: running, expired, scheduled and dead exact; ready exact up to 10,000, estimated beyond (ready_estimated); paused: claims are paused (ck.pause_queue)';
 
 CREATE FUNCTION ck_internal.claim_frontier(queue regclass)
 RETURNS TABLE (priority integer, run_at timestamptz, id bigint)
@@ -409,6 +410,26 @@ COMMENT ON FUNCTION ck.queue_activity() IS
 -- The queue in production (1.1.0, issue 47). Each part's objects go below its own heading.
 
 -- Pause and resume
+-- A paused queue's claims return nothing (claim_wait sleeps until the resume's commit or its
+-- max_wait); nothing else changes: jobs keep their places, enqueues and acknowledgements go on.
+-- The state is ck.queues.paused_at, written by the queue's owner (row-level security, as
+-- ck.set_concurrency_limit). The pause waits, bounded by lock_timeout, for the claims already in
+-- flight, so that no claim commits after it (src/README.md, "Pause and resume").
+COMMENT ON COLUMN ck.queues.paused_at IS 'since when the queue''s claims are paused (ck.pause_queue); NULL: not paused';
+
+CREATE FUNCTION ck.pause_queue(queue regclass, concurrency_key text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_pause_queue';
+COMMENT ON FUNCTION ck.pause_queue(regclass, text) IS
+'pauses the queue''s claims (they return nothing; claim_wait sleeps) once the claims in flight have ended (waited for up to lock_timeout); running jobs finish, jobs keep their order; false when it was paused already; a concurrency_key is not supported yet (0A000), nor a distributed queue';
+
+CREATE FUNCTION ck.resume_queue(queue regclass, concurrency_key text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_resume_queue';
+COMMENT ON FUNCTION ck.resume_queue(regclass, text) IS
+'resumes a paused queue''s claims; claim_wait callers wake at its commit; false when it was not paused';
 
 -- Rate limits (and ck.try_rate for any SQL)
 

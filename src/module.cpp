@@ -7,6 +7,7 @@
 #include "queue/signal/frontier.hpp"
 #include "queue/store/plans.hpp"
 #include "queue/signal/wakeup.hpp"
+#include "queue/signal/pause.hpp"
 
 extern "C" {
 #if PG_VERSION_NUM >= 180000
@@ -23,6 +24,7 @@ void _PG_init(void)
     ck::plan_cache_init();
     ck::lock_namespace_init();
     ck::queue_wakeup_init();
+    ck::queue_pause_init();
     ck::queue_activity_init();   // before the frontier's, which reserves the GUC prefix
     ck::queue_frontier_init();
     ck::queue_plan_init();

@@ -309,7 +309,7 @@ backend_memory() {
 }
 
 # wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits
-# timeouts history history_counts dependencies lock optimistic overlaps latency size memory) is unset or names SECTION.
+# timeouts history history_counts pause dependencies lock optimistic overlaps latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -723,6 +723,24 @@ the whole history (test/bench/history_counts.sql). Goal: under 10 ms at 10 milli
 |---:|---:|---:|---:|---:|---:|
 EOF
 sql -At -F ' | ' -v rows="$rows" -f "$here/history_counts.sql" | tail -n 1 | awk '{ print "| " $0 " |" }' | out
+fi
+
+if wanted pause; then
+client_counts=(1 16) rounds=3
+out <<EOF
+
+## Queue: pause and resume, unused
+
+\`ck.claim\` + \`ck.complete\` on a queue paused and resumed before the run against the same loop on a queue never
+paused, each refilled with the same backlog before every run; $rounds rounds of separate runs, the order alternating:
+the median tps of each and the median of the rounds' ratios, and one mixed run (mean latency never / resumed). What
+the pause's gate costs every claim (its lock taken first, one shared counter read) shows in the queue section's ratio
+of ck to the seed, against the records of the release before 1.1.0.
+
+| workload | clients | sync_commit | never paused tps | paused and resumed, tps | ratio | mixed |
+|---|---:|---|---:|---:|---:|---:|
+EOF
+compare_rounds pause "claim + complete" never resumed
 fi
 
 if wanted dependencies; then

@@ -8,6 +8,7 @@
 #include "queue/rules/limits.hpp"
 #include "queue/signal/activity.hpp"
 #include "queue/signal/frontier.hpp"
+#include "queue/signal/pause.hpp"
 #include "queue/store/place.hpp"
 #include "queue/store/rights.hpp"
 #include "queue/store/statements.hpp"
@@ -33,6 +34,10 @@ using ck::place_less;
 using ck::QueueStatement;
 
 int claims_since_burial = 0;
+
+// How long a claim_wait that took the claims' lock while a pause was in progress sleeps before it
+// returns, empty: the pause may be waiting for its transaction (signal/pause.hpp).
+constexpr int64 pausing_nap_ms = 100;
 
 // The claim's plan is generic and kept; made while the queue was nearly empty, it finds the
 // claimed rows by scanning the whole table, which a big queue cannot afford until
@@ -240,7 +245,11 @@ namespace ck {
 
 uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetInfo *out)
 {
-    const ck::QueuePlan &claim = ck::queue_statement(QueueStatement::Claim, queue);
+    // A paused queue (or one a pause is in progress on) claims nothing, and buries nothing.
+    const ck::QueuePlan *open = ck::open_claims(queue);
+    if (open == nullptr)
+        return 0;
+    const ck::QueuePlan &claim = *open;
     Interval effective = lease ? *lease : claim.lease;
     TimestampTz moment = GetCurrentTimestamp();
     // A queue with a timeout: no lease longer than it, and the attempt's deadline ($8).
@@ -330,11 +339,29 @@ void claim_wait(Oid queue, int32 batch, Interval *lease, TimestampTz deadline, R
                   [&] {
                       // Each look needs a new snapshot to see jobs committed while we wait.
                       uint64 claimed = claim_once(queue, batch, lease, Snap::Fresh, out);
+                      // A pause in progress may be waiting for this transaction (it held the
+                      // claims' lock before this look): it returns, empty.
+                      if (last_claim_gate() == ClaimGate::Pausing && claim_lock_held_before())
+                          return true;
                       // Dependants it made ready are claimable once this call's transaction
                       // commits: it returns rather than sleep on the rows it locked for them.
                       return resolve_after_claim(queue, claimed) || claimed > 0;
                   },
-                  [&](TimestampTz now) { return next_due(queue, now); });
+                  [&](TimestampTz now) {
+                      // Paused: nothing comes due before the resume, which wakes us. A pause in
+                      // progress that may have found this transaction's lock after this look took
+                      // it: one short nap, then the look above returns (the pause's end wakes us
+                      // sooner).
+                      switch (last_claim_gate()) {
+                      case ClaimGate::Open:
+                          return next_due(queue, now);
+                      case ClaimGate::Paused:
+                          return DT_NOEND;
+                      case ClaimGate::Pausing:
+                          break;
+                      }
+                      return now + pausing_nap_ms * 1000;
+                  });
     departures.hand_over();
     resolve_deferred(queue);
 }

@@ -369,6 +369,7 @@ Datum distributed_stats(FunctionCallInfo fcinfo, const Distribution &d)
     Interval oldest{};
     bool any_oldest = false;
     bool estimated = false;
+    bool paused = false;
     for (size_t shard = 0; shard < d.parts.size(); shard++) {
         run_call_on_shard(fcinfo, d, shard);
         pg_call([&] {
@@ -384,20 +385,25 @@ Datum distributed_stats(FunctionCallInfo fcinfo, const Distribution &d)
             }
             Datum est = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull);
             estimated = estimated || (!isnull && DatumGetBool(est));
+            if (SPI_tuptable->tupdesc->natts >= 8) {   // 1.1.0: paused
+                Datum p = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 8, &isnull);
+                paused = paused || (!isnull && DatumGetBool(p));
+            }
         });
     }
     return pg_call([&] {
         TupleDesc desc;
         if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
             elog(ERROR, "return type must be a row type");
-        Datum values[7];
-        bool nulls[7] = {false, false, false, false, false, !any_oldest, false};
+        Datum values[8];   // the last one, paused, only where the extension is 1.1.0 (desc says)
+        bool nulls[8] = {false, false, false, false, false, !any_oldest, false, false};
         for (int c = 0; c < 5; c++)
             values[c] = Int64GetDatum(counts[c]);
         Interval *age = static_cast<Interval *>(palloc(sizeof(Interval)));
         *age = oldest;
         values[5] = IntervalPGetDatum(age);
         values[6] = BoolGetDatum(estimated);
+        values[7] = BoolGetDatum(paused);
         return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
     });
 }

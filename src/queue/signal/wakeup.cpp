@@ -142,6 +142,22 @@ void queue_mark_ready(Oid queue)
         marked[nmarked++] = slot;
 }
 
+void queue_wake_now(Oid queue)
+{
+    if (slots == nullptr)
+        return;
+    if (queue == InvalidOid)
+        for (uint32 i = 0; i < slot_count; i++)
+            ConditionVariableBroadcast(&slots->cv[i]);
+    else
+        ConditionVariableBroadcast(&slots->cv[slot_of(queue)]);
+}
+
+uint32 queue_wait_event_info()
+{
+    return wait_event();
+}
+
 void queue_wait_prepare(Oid queue)
 {
     if (!shared_memory_attach())

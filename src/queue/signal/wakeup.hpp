@@ -20,6 +20,15 @@ bool queue_wakeup_active();
 // Attaches first; a no-op without the shared slots. Raises like pg_call's callees: call it inside pg_call.
 void queue_mark_ready(Oid queue);
 
+// Wakes queue's waiters now (every queue's with InvalidOid): for a commit whose effect the
+// waiters read from invalidated settings, so the broadcast must follow the invalidations (a
+// resume, signal/pause.cpp). Never raises; a no-op without the shared slots.
+void queue_wake_now(Oid queue);
+
+// The wait event a claim_wait sleeps in (what pg_stat_activity shows): how a pause tells a
+// sleeper from a claim in progress (signal/pause.cpp). Inside pg_call (17+ registers it).
+uint32 queue_wait_event_info();
+
 // The waiter's side, all inside pg_call: prepare before looking for jobs, then sleep up to
 // timeout_ms (interruptible), and cancel once done. Without the shared slots,
 // queue_wait_sleep sleeps on the backend's latch for timeout_ms.

@@ -59,6 +59,7 @@ CK_FUNCTION(ck_queue_stats)
     Oid queue = PG_GETARG_OID(0);
     return ck::on_queue(fcinfo, queue, ck::Route{ck::Route::Kind::Stats}, [&] {
         const ck::QueuePlan &p = ck::queue_statement(ck::QueueStatement::Stats, queue);
+        bool paused = p.paused;   // as of the transaction's start (read now: p may be dropped by the execution)
         bool known = false;
         Datum values[1] = {Int64GetDatum(estimated_rows(queue, &known))};
         uint64 rows = ck::queue_execute(p, queue, values, known ? nullptr : "n", ck::Snap::ReadOnly);
@@ -68,7 +69,18 @@ CK_FUNCTION(ck_queue_stats)
             TupleDesc desc;
             if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
                 elog(ERROR, "return type must be a row type");
-            return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], BlessTupleDesc(desc)));
+            // 1.1.0 added the last column, paused, which the statement does not read.
+            if (desc->natts == SPI_tuptable->tupdesc->natts)
+                return PointerGetDatum(SPI_returntuple(SPI_tuptable->vals[0], BlessTupleDesc(desc)));
+            if (desc->natts != 8 || SPI_tuptable->tupdesc->natts != 7)
+                elog(ERROR, "ck.queue_stats: %d result columns for %d counted", desc->natts, SPI_tuptable->tupdesc->natts);
+            Datum values[8];
+            bool nulls[8];
+            heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, nulls);
+            values[7] = BoolGetDatum(paused);
+            nulls[7] = false;
+            TupleDesc blessed = BlessTupleDesc(desc);
+            return PointerGetDatum(SPI_returntuple(heap_form_tuple(blessed, values, nulls), blessed));
         });
     });
 }

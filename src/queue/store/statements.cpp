@@ -28,6 +28,7 @@ struct QueueRow {
     Oid dead_letters;
     Interval lease;
     int32 max_attempts;
+    bool paused;
     bool timed;         // a timeout is set (1.1.0)
     Interval timeout;
     Oid history;   // InvalidOid: no history
@@ -43,33 +44,38 @@ QueueRow read_queue_row(Oid relid)
         Prepared config;
         Oid types[1] = {REGCLASSOID};
         config.plan = pg_call([&] {
-            // timeout and the history (1.1.0) where ck.queues has them: the library may be newer
-            // than the installed SQL objects until ALTER EXTENSION ... UPDATE.
-            Oid queues = get_relname_relid("queues", get_namespace_oid("ck", false));
-            bool has_timeout = get_attnum(queues, "timeout") != InvalidAttrNumber;
-            bool has_history = get_attnum(queues, "history_retention") != InvalidAttrNumber;
-            std::string sql = std::string("SELECT dead_letters, lease, max_attempts, ") +
-                              (has_timeout ? "timeout" : "NULL::pg_catalog.interval") + ", " +
-                              (has_history ? "CASE WHEN history_retention IS NOT NULL THEN history END" : "NULL::pg_catalog.regclass") +
-                              " FROM ck.queues WHERE queue OPERATOR(pg_catalog.=) $1";
-            return prepare_kept(sql.c_str(), 1, types);
+            // paused_at, timeout and the history (1.1.0) read through the row's jsonb: the library
+            // may be newer than the installed SQL objects (until ALTER EXTENSION ... UPDATE, which
+            // a session may span), and a column they lack reads as NULL. (The history's name is
+            // printed and read back with one search_path: the same table.)
+            return prepare_kept("SELECT q.dead_letters, q.lease, q.max_attempts,"
+                                " (r.j OPERATOR(pg_catalog.->>) 'paused_at') IS NOT NULL,"
+                                " (r.j OPERATOR(pg_catalog.->>) 'timeout')::pg_catalog.interval,"
+                                " CASE WHEN (r.j OPERATOR(pg_catalog.->>) 'history_retention') IS NOT NULL"
+                                " THEN (r.j OPERATOR(pg_catalog.->>) 'history')::pg_catalog.regclass END"
+                                " FROM ck.queues AS q, LATERAL (SELECT pg_catalog.to_jsonb(q) AS j) AS r"
+                                " WHERE q.queue OPERATOR(pg_catalog.=) $1",
+                                1, types);
         });
         return config;
     });
     Datum values[1] = {ObjectIdGetDatum(relid)};
     QueueRow row{};
-    if (execute_plan(p.plan, values, nullptr, Snap::ReadOnly) == 0)
+    // The latest snapshot, not the calling statement's: settings read after an invalidation must
+    // include the commit that sent it (a pause, signal/pause.hpp), or they would be cached stale.
+    if (execute_plan(p.plan, values, nullptr, Snap::Latest) == 0)
         return row;
     bool isnull;
     row.found = true;
     row.dead_letters = DatumGetObjectId(result_datum(0, 1, &isnull));
     row.lease = *DatumGetIntervalP(result_datum(0, 2, &isnull));
     row.max_attempts = DatumGetInt32(result_datum(0, 3, &isnull));
-    Datum timeout = result_datum(0, 4, &isnull);
+    row.paused = DatumGetBool(result_datum(0, 4, &isnull));
+    Datum timeout = result_datum(0, 5, &isnull);
     row.timed = !isnull;
     if (row.timed)
         row.timeout = *DatumGetIntervalP(timeout);
-    Datum history = result_datum(0, 5, &isnull);
+    Datum history = result_datum(0, 6, &isnull);
     row.history = isnull ? InvalidOid : DatumGetObjectId(history);
     return row;
 }
@@ -520,6 +526,14 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                 " NULL::pg_catalog.jsonb, NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz",
                 {INT8OID}, 1, 0};
     }
+    // Pause and resume (sql/pause.cpp): the queue's row, which the queues_changed trigger turns
+    // into an invalidation of every backend's settings of the queue at commit.
+    case QueueStatement::Pause:
+        return {"UPDATE ck.queues SET paused_at = pg_catalog.now() WHERE queue" EQ "$1 AND paused_at IS NULL RETURNING true",
+                {REGCLASSOID}, 1, 0};
+    case QueueStatement::Resume:
+        return {"UPDATE ck.queues SET paused_at = NULL WHERE queue" EQ "$1 AND paused_at IS NOT NULL RETURNING true",
+                {REGCLASSOID}, 1, 0};
     default:
         throw std::logic_error("not a queue statement");
     }
@@ -645,6 +659,7 @@ const QueuePlan &queue_statement(QueueStatement kind, Oid relid)
         p.timed = has_timeout && row.timed;
         p.timeout = row.timeout;
         p.history = row.history;
+        p.paused = row.paused;
         if (kind == QueueStatement::Claim || kind == QueueStatement::ClaimFrom || kind == QueueStatement::ClaimFromOne)
             p.planned_blocks = table_blocks(relid);
         return p;

@@ -70,6 +70,8 @@ enum class QueueStatement : uint8_t {
     JobFind,         // a job by id: in the queue (waiting, running), else its last history record
     JobDead,         // a job by id among the dead letters (buried or cancelled)
     JobGiven,        // whether an id was ever given (the identity sequence's last value): gone or unknown
+    Pause,           // ck.queues.paused_at set ($1 the queue), unless paused already
+    Resume,          // ... and cleared
 };
 
 // A queue statement's plan and the queue's settings from ck.queues.
@@ -86,6 +88,7 @@ struct QueuePlan : Prepared {
     bool timed = false;               // ... and a timeout in ck.queues: claims set each attempt's deadline
     Interval timeout{};               // that timeout
     Oid history = InvalidOid;         // the queue's history of finished jobs (ck.set_history), or none
+    bool paused = false;              // the queue's claims are paused (ck.queues.paused_at, 1.1.0)
 };
 
 // The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors

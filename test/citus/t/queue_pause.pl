@@ -1,0 +1,39 @@
+# Pause and resume on Citus (1.1.0): not supported on a distributed queue, whose shards are queues of
+# their own on the workers that do not read the coordinator's row: ck.pause_queue and ck.resume_queue raise
+# 0A000 and change nothing, and its claims go on. A queue that is not distributed pauses on the coordinator as
+# on one server.
+use strict;
+use warnings;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use CkCitus;
+
+my ($coord, @workers) = CkCitus::cluster();
+sub sql { CkCitus::sql($coord, @_) }
+
+sub sql_state_of
+{
+	my ($query) = @_;
+	my ($ret, $stdout, $stderr) = $coord->psql('postgres', "\\set VERBOSITY verbose\n$query");
+	return $ret == 0 ? '' : ($stderr =~ /ERROR:  (\w{5}):/)[0];
+}
+
+sql(q{SELECT ck.create_queue('jobs', notify => false)});
+sql(q{SELECT ck.distribute_queue('jobs', 4)});
+sql(q{SELECT ck.enqueue('jobs', jsonb_build_object('n', g)) FROM generate_series(1, 2) AS g});
+is(sql_state_of(q{SELECT ck.pause_queue('jobs')}), '0A000', 'ck.pause_queue of a distributed queue: 0A000');
+is(sql_state_of(q{SELECT ck.resume_queue('jobs')}), '0A000', 'ck.resume_queue of a distributed queue: 0A000');
+is(sql(q{SELECT paused_at IS NULL FROM ck.queues WHERE queue = 'jobs'::regclass}), 't',
+	'the refused pause changed nothing on the coordinator');
+is(sql(q{SELECT (ready, paused) FROM ck.queue_stats('jobs')}), '(2,f)',
+	'ck.queue_stats sums the shards and says not paused');
+is(sql(q{SELECT count(*) FROM ck.claim('jobs', 10)}), '2', 'its claims go on');
+
+sql(q{SELECT ck.create_queue('local', notify => false)});
+sql(q{SELECT ck.enqueue('local')});
+is(sql(q{SELECT ck.pause_queue('local')}), 't', 'a queue of the coordinator alone pauses');
+is(sql(q{SELECT count(*) FROM ck.claim('local')}), '0', 'and its claims return nothing');
+is(sql(q{SELECT ck.resume_queue('local')}), 't', 'it resumes');
+is(sql(q{SELECT count(*) FROM ck.claim('local')}), '1', 'and its claims go on');
+
+done_testing();
