@@ -309,7 +309,7 @@ backend_memory() {
 }
 
 # wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits
-# dependencies lock optimistic overlaps latency size memory) is unset or names SECTION.
+# dependencies lock rate optimistic overlaps latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -695,6 +695,14 @@ compare lock "advisory lock by number, random keys" "handwritten ck ck handwritt
 compare lock "advisory lock by number, one key" "handwritten ck ck handwritten" keys=1
 compare lock "advisory lock by name, random keys" "handwritten ck_name ck_name handwritten" keys=1000000
 compare lock "advisory lock by name, one key" "handwritten ck_name ck_name handwritten" keys=1
+fi
+
+if wanted rate; then
+# ck.try_rate against its UPDATE written by hand: keys under their rate (100 a second over 10,000 keys), and one hot
+# key at 1,000 a second (all on one row). Rows in the table above.
+client_counts=(1 8)
+compare rate "try_rate, 10,000 keys at 100/s" "handwritten ck ck handwritten" keys=10000 n=100
+compare rate "try_rate, one hot key at 1,000/s" "handwritten ck ck handwritten" keys=1 n=1000
 fi
 
 if wanted optimistic; then
