@@ -26,7 +26,7 @@ SHLIB_LINK  += -lstdc++
 REGRESS      = test_helpers conditional plan_cache boundary memory sqlstate_action queue_lifecycle advisory_lock retry guard volatility_audit \
                search_path queue_frontier queue_plan queue_unique queue_activity queue_limits queue_dependencies queue_install
 REGRESS     += update_if_version lock_rows lock_audit upgrade_calls lock_namespace_prepared
-REGRESS     += rate_limit
+REGRESS     += rate_limit queue_rate
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(call ck_sources,test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=$(ck_srcdir)/test --load-extension=$(EXTENSION)

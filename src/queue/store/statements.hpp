@@ -4,6 +4,7 @@
 
 #include "base/plan_cache.hpp"
 #include "base/spi.hpp"
+#include "queue/store/rate_limits.hpp"
 
 namespace ck {
 
@@ -64,6 +65,10 @@ enum class QueueStatement : uint8_t {
     Stats,
     NextDue,         // the earliest future run_at of a queue (a schedule or a lease end)
     NextDueOf,       // the same over given priorities
+    RateTake,        // a claimed job's start counted against its key's rate (rules/rate.cpp), or nothing
+    RateCreate,      // the row of a rate-limited key seen for the first time, with that start
+    RatePutOff,      // when a job over its key's rate may start: the next free moment, booked
+    RateDefer,       // a job claimed over its key's rate: back in the queue at that moment, unclaimed
 };
 
 // A queue statement's plan and the queue's settings from ck.queues.
@@ -76,6 +81,7 @@ struct QueuePlan : Prepared {
     bool apart = false;               // its generic plan is made apart from the execution (plans.hpp)
     bool by_id = false;               // ... and every read of the queue in it is by id
     mutable bool planned = false;     // that plan has been made
+    RateLimits rates;                 // the claim: the queue's rate limits (ck.set_rate_limit)
 };
 
 // The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors
