@@ -4,7 +4,9 @@
 #include "base/spi.hpp"
 
 extern "C" {
+#include "catalog/namespace.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 }
 
@@ -19,6 +21,13 @@ enum class RateLimitStatement : uint8_t { Read };
 
 RateLimits read_rate_limits(Oid queue)
 {
+    // An extension not yet updated to 1.1.0 has no rate limits (nor their table).
+    bool installed = pg_call([] {
+        Oid ck = get_namespace_oid("ck", true);
+        return OidIsValid(ck) && OidIsValid(get_relname_relid("rate_limits", ck));
+    });
+    if (!installed)
+        return {};
     PlanKey key(RateLimitStatement::Read, InvalidOid, InvalidOid, "", nullptr);
     const Prepared &p = prepare_once(key, [] {
         Prepared read;
