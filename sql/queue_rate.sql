@@ -67,6 +67,19 @@ SELECT * FROM pg_temp.starts();
 SELECT count(*) AS claimed FROM ck.claim('rq', 1);
 SELECT count(*) FILTER (WHERE put_off IS NOT NULL) AS put_off FROM pg_temp.jobs();
 
+-- A claim's rounds count keys' rows in key order: a later round that meets a key below one it
+-- already counted gives that job back where it was, uncounted (no waiting for rows out of order,
+-- so no deadlock between two claims), and ends the call; the next claim takes it.
+DELETE FROM rq;
+SELECT ck.set_rate_limit('rq', 'm', 1, '1 hour');
+SELECT ck.set_rate_limit('rq', 'l', 1, '1 hour');
+SELECT count(*) AS enqueued FROM (SELECT ck.enqueue('rq', jsonb_build_object('n', k), concurrency_key => left(k, 1))
+FROM unnest(ARRAY['m1', 'm2', 'l1']) AS k) AS e;
+SELECT payload->>'n' AS claimed FROM ck.claim('rq', 2);
+SELECT * FROM pg_temp.jobs();
+SELECT payload->>'n' AS next_claim FROM ck.claim('rq', 2);
+SELECT ck.set_rate_limit('rq', k, NULL) FROM unnest(ARRAY['l', 'm']) AS k;
+
 -- A limit removed: claims count nothing more (jobs already put off keep their time).
 SELECT ck.set_rate_limit('rq', NULL, NULL);
 SELECT ck.set_rate_limit('rq', 'a', NULL);

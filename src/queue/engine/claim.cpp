@@ -231,7 +231,8 @@ TimestampTz next_due(Oid queue, TimestampTz now)
 
 // One claim (claim_once) of up to batch jobs; *scanned: how many the claim statement took, before a
 // rate-limited queue gave back those over their key's rate.
-uint64 claim_round(Oid queue, int32 batch, Interval *lease, ck::Snap snap, ReturnSetInfo *out, uint64 *scanned)
+uint64 claim_round(Oid queue, int32 batch, Interval *lease, ck::Snap snap, ReturnSetInfo *out, uint64 *scanned,
+                   ck::RateKeyHeld *held)
 {
     const ck::QueuePlan &claim = ck::queue_statement(QueueStatement::Claim, queue);
     Interval effective = lease ? *lease : claim.lease;
@@ -267,7 +268,7 @@ uint64 claim_round(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Retur
         n = ck::queue_execute(from, queue, values, nullptr, snap, snapshot);
         *scanned = n;
         if (claim.rates.any())
-            n = ck::rate_filter(queue, claim);
+            n = ck::rate_filter(queue, claim, held);
         // A claim_wait looks many times in one call: nothing of a look is kept.
         if (!one)
             ck::pg_call([&] {
@@ -292,7 +293,7 @@ uint64 claim_round(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Retur
         n = ck::queue_execute(claim, queue, values, nullptr, snap, snapshot);
         *scanned = n;
         if (claim.rates.any())
-            n = ck::rate_filter(queue, claim);
+            n = ck::rate_filter(queue, claim, held);
         Reached reached = take_claimed(queue, out, view, snapshot);
         // A short batch read every claimable job: nothing passed is left behind.
         if (view.mode == ck::ClaimMode::Check && *scanned == static_cast<uint64>(batch))
@@ -318,14 +319,16 @@ namespace ck {
 uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetInfo *out)
 {
     uint64 scanned = 0;
-    uint64 got = claim_round(queue, batch, lease, snap, out, &scanned);
+    RateKeyHeld held;
+    uint64 got = claim_round(queue, batch, lease, snap, out, &scanned, &held);
     // A rate-limited queue's claim that gave jobs back claims again for the rest of its batch
     // (those jobs are out of its way now), while the queue had as many as it asked for: a few
     // rounds at most. (Without rate limits a round keeps all it scanned: no second round.)
     int32 asked = batch;
-    for (int round = 1; got < static_cast<uint64>(batch) && scanned == static_cast<uint64>(asked) && round < 8; round++) {
+    for (int round = 1; got < static_cast<uint64>(batch) && scanned == static_cast<uint64>(asked) && !held.gave_back
+                        && round < 8; round++) {
         asked = batch - static_cast<int32>(got);
-        got += claim_round(queue, asked, lease, snap, out, &scanned);
+        got += claim_round(queue, asked, lease, snap, out, &scanned, &held);
     }
     return got;
 }

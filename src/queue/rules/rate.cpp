@@ -73,9 +73,23 @@ void put_off(Oid queue, const Claimed &job)
     });
 }
 
+// Gives the job back where the claim found it, uncounted: ready again for the next claim.
+void give_back(Oid queue, const Claimed &job)
+{
+    const QueuePlan &defer = queue_statement(QueueStatement::RateDefer, queue);
+    Datum values[2] = {Int64GetDatum(job.id), TimestampTzGetDatum(job.was.place.run_at)};
+    queue_execute(defer, queue, values, nullptr, Snap::Latest);
+    pg_call([&] { frontier_at_end(queue, job.was.priority, job.was.place); });
+}
+
+bool key_less(bool a_keyed, const std::string &a, bool b_keyed, const std::string &b)
+{
+    return a_keyed != b_keyed ? !a_keyed : a < b;
+}
+
 } // namespace
 
-uint64 rate_filter(Oid queue, const QueuePlan &claim)
+uint64 rate_filter(Oid queue, const QueuePlan &claim, RateKeyHeld *held)
 {
     SPITupleTable *claimed = SPI_tuptable;
     uint64 n = SPI_processed;
@@ -105,14 +119,24 @@ uint64 rate_filter(Oid queue, const QueuePlan &claim)
         return n;
     // Key order (the jobs of one key in claim order): two claims lock keys' rows in one order.
     std::stable_sort(limited.begin(), limited.end(), [](const Claimed &a, const Claimed &b) {
-        return a.keyed != b.keyed ? !a.keyed : a.key < b.key;
+        return key_less(a.keyed, a.key, b.keyed, b.key);
     });
     std::vector<bool> over(n, false);
-    for (const Claimed &job : limited)
+    for (const Claimed &job : limited) {
+        if (held->any && key_less(job.keyed, job.key, held->keyed, held->key)) {
+            give_back(queue, job);
+            over[job.row] = true;
+            held->gave_back = true;
+            continue;
+        }
         if (!take(queue, job)) {
             put_off(queue, job);
             over[job.row] = true;
         }
+        held->any = true;
+        held->keyed = job.keyed;
+        held->key = job.key;
+    }
     // The claim's rows, less those put off, are the result again.
     uint64 kept = 0;
     pg_call([&] {

@@ -10,13 +10,25 @@
 #include "base/pg.hpp"
 #include "queue/store/statements.hpp"
 
+#include <string>
+
 namespace ck {
+
+// The greatest key's row a claim has counted against so far (keys without a key first). Within
+// one claim call rows are taken in key order; a later round of the call that meets a key below it
+// gives that job back where it was rather than wait for its row out of order.
+struct RateKeyHeld {
+    bool any = false;
+    bool keyed = false;
+    std::string key;
+    bool gave_back = false;   // a job was given back so: another round would only meet it again
+};
 
 // The rows of the claim just executed (SPI_tuptable: id, ..., old priority 6, old run_at 7, xmin
 // 8, concurrency_key 9) that are within their key's rate stay in it, in their order; the others
 // are put off and removed from it (SPI_processed follows). Keys are counted in key order, so two
-// claims never wait for each other's rows in opposite orders. Returns how many stay. Outside
-// pg_call (runs SPI).
-uint64 rate_filter(Oid queue, const QueuePlan &claim);
+// claims never wait for each other's rows in opposite orders (held: across the rounds of one
+// claim call). Returns how many stay. Outside pg_call (runs SPI).
+uint64 rate_filter(Oid queue, const QueuePlan &claim, RateKeyHeld *held);
 
 } // namespace ck
