@@ -309,7 +309,7 @@ backend_memory() {
 }
 
 # wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits
-# dependencies lock rate optimistic overlaps latency size memory) is unset or names SECTION.
+# dependencies lock rate queue_rate optimistic overlaps latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -671,6 +671,25 @@ plain / keyed).
 |---|---:|---|---:|---:|---:|---:|
 EOF
 compare_rounds limits "claim + complete" plain keyed
+fi
+
+if wanted queue_rate; then
+client_counts=(1 4 16) rounds=3
+out <<EOF
+
+## Queue: rate limits under the limit
+
+\`ck.claim\` + \`ck.complete\` over jobs of 1,000 concurrency keys, each key limited to 10,000 starts a second (about
+2 a second each: under it) against the same loop without a limit; then jobs without a key, limited together to
+10,000 a second, against the same plain queue: each claim counts on one row, one transaction at a time. Each queue
+refilled with the same backlog before every run; $rounds rounds of separate runs, the order alternating: the median
+tps of each, the median of the rounds' ratios, and one mixed run (mean latency plain / limited).
+
+| workload | clients | sync_commit | plain tps | rate-limited tps | ratio | mixed |
+|---|---:|---|---:|---:|---:|---:|
+EOF
+compare_rounds rate_queue "1,000 keys under their rate" plain keyed
+compare_rounds rate_queue "one queue-wide rate, under it" plain wide
 fi
 
 if wanted dependencies; then
