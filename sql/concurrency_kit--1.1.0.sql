@@ -517,6 +517,15 @@ BEGIN
     IF max_jobs IS NULL THEN
         DELETE FROM ck.rate_limits AS l WHERE l.queue OPERATOR(pg_catalog.=) set_rate_limit.queue
             AND l.concurrency_key IS NOT DISTINCT FROM set_rate_limit.concurrency_key;
+        -- The counts of the keys left without a limit go too.
+        DELETE FROM ck.rate_starts AS s WHERE s.queue OPERATOR(pg_catalog.=) set_rate_limit.queue
+            AND CASE WHEN set_rate_limit.concurrency_key IS NOT NULL
+                     THEN s.keyed AND s.concurrency_key OPERATOR(pg_catalog.=) set_rate_limit.concurrency_key
+                          AND NOT EXISTS (SELECT FROM ck.rate_limits AS d WHERE d.queue OPERATOR(pg_catalog.=) s.queue
+                                                                           AND d.concurrency_key IS NULL)
+                     ELSE NOT s.keyed OR NOT EXISTS (SELECT FROM ck.rate_limits AS o
+                                                     WHERE o.queue OPERATOR(pg_catalog.=) s.queue
+                                                       AND o.concurrency_key OPERATOR(pg_catalog.=) s.concurrency_key) END;
     ELSE
         INSERT INTO ck.rate_limits AS l VALUES (queue, concurrency_key, max_jobs, period)
             ON CONFLICT ON CONSTRAINT rate_limits_key DO UPDATE SET max_jobs = EXCLUDED.max_jobs, period = EXCLUDED.period;

@@ -80,7 +80,8 @@ SELECT * FROM pg_temp.jobs();
 SELECT payload->>'n' AS next_claim FROM ck.claim('rq', 2);
 SELECT ck.set_rate_limit('rq', k, NULL) FROM unnest(ARRAY['l', 'm']) AS k;
 
--- A limit removed: claims count nothing more (jobs already put off keep their time).
+-- A limit removed: claims count nothing more, the counts of keys left without a limit go (jobs
+-- already put off keep their time).
 SELECT ck.set_rate_limit('rq', NULL, NULL);
 SELECT ck.set_rate_limit('rq', 'a', NULL);
 SELECT count(*) AS limits FROM ck.rate_limits WHERE queue = 'rq'::regclass;
