@@ -29,6 +29,7 @@ REGRESS     += update_if_version lock_rows lock_audit upgrade_calls lock_namespa
 REGRESS     += queue_redrive queue_timeouts
 REGRESS     += queue_history
 REGRESS     += queue_pause
+REGRESS     += rate_limit queue_rate
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(call ck_sources,test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=$(ck_srcdir)/test --load-extension=$(EXTENSION)

@@ -1,6 +1,6 @@
 // The extension's own SQLSTATEs (class CK). Each is documented in the README and
 // classified by ck.sqlstate_action: 'retry' for a stale version (re-read and re-apply),
-// 'conflict' for the others.
+// 'busy' for a rate exceeded, 'conflict' for the others.
 #pragma once
 
 #include "base/pg.hpp"
@@ -17,3 +17,5 @@
 #define CK_ERRCODE_LEASE_LOST MAKE_SQLSTATE('C', 'K', '0', '0', '5')
 // ck.update_if_version_or_raise: the row's version moved on since the caller read it.
 #define CK_ERRCODE_STALE_VERSION MAKE_SQLSTATE('C', 'K', '0', '0', '6')
+// ck.rate: the key is at its rate (n calls counted in the last period); 'busy': call again later.
+#define CK_ERRCODE_RATE_EXCEEDED MAKE_SQLSTATE('C', 'K', '0', '0', '7')

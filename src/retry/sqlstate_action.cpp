@@ -24,6 +24,7 @@ const char *action_for(int code)
     case CK_ERRCODE_STALE_VERSION:   // re-read the row, re-apply the change
         return "retry";
     case ERRCODE_LOCK_NOT_AVAILABLE:
+    case CK_ERRCODE_RATE_EXCEEDED:   // call again once the rate allows
         return "busy";
     case ERRCODE_UNIQUE_VIOLATION:
     case ERRCODE_EXCLUSION_VIOLATION:

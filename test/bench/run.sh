@@ -309,7 +309,7 @@ backend_memory() {
 }
 
 # wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits
-# timeouts history history_counts pause dependencies lock optimistic overlaps latency size memory) is unset or names SECTION.
+# timeouts history history_counts pause dependencies lock rate queue_rate optimistic overlaps latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -743,6 +743,25 @@ EOF
 compare_rounds pause "claim + complete" never resumed
 fi
 
+if wanted queue_rate; then
+client_counts=(1 4 16) rounds=3
+out <<EOF
+
+## Queue: rate limits under the limit
+
+\`ck.claim\` + \`ck.complete\` over jobs of 1,000 concurrency keys, each key limited to 10,000 starts a second (about
+2 a second each: under it) against the same loop without a limit; then jobs without a key, limited together to
+10,000 a second, against the same plain queue: each claim counts on one row, one transaction at a time. Each queue
+refilled with the same backlog before every run; $rounds rounds of separate runs, the order alternating: the median
+tps of each, the median of the rounds' ratios, and one mixed run (mean latency plain / limited).
+
+| workload | clients | sync_commit | plain tps | rate-limited tps | ratio | mixed |
+|---|---:|---|---:|---:|---:|---:|
+EOF
+compare_rounds rate_queue "1,000 keys under their rate" plain keyed
+compare_rounds rate_queue "one queue-wide rate, under it" plain wide
+fi
+
 if wanted dependencies; then
 out <<EOF
 
@@ -765,6 +784,14 @@ compare lock "advisory lock by number, random keys" "handwritten ck ck handwritt
 compare lock "advisory lock by number, one key" "handwritten ck ck handwritten" keys=1
 compare lock "advisory lock by name, random keys" "handwritten ck_name ck_name handwritten" keys=1000000
 compare lock "advisory lock by name, one key" "handwritten ck_name ck_name handwritten" keys=1
+fi
+
+if wanted rate; then
+# ck.try_rate against its UPDATE written by hand: keys under their rate (100 a second over 10,000 keys), and one hot
+# key at 1,000 a second (all on one row). Rows in the table above.
+client_counts=(1 8)
+compare rate "try_rate, 10,000 keys at 100/s" "handwritten ck ck handwritten" keys=10000 n=100
+compare rate "try_rate, one hot key at 1,000/s" "handwritten ck ck handwritten" keys=1 n=1000
 fi
 
 if wanted optimistic; then

@@ -233,8 +233,11 @@ WITH ext AS (
         ('version', e.extversion),
         ('schema', e.extnamespace::regnamespace::text),
         ('relocatable', e.extrelocatable::text),
-        ('config_tables', e.extconfig::regclass[]::text),    -- pg_extension_config_dump
-        ('config_conditions', e.extcondition::text),
+        -- pg_extension_config_dump: each table with its condition, in name order (the order of the
+        -- calls means nothing to pg_dump, and an upgrade script can only add at the end)
+        ('config_tables', (SELECT pg_catalog.string_agg(c::regclass::text || ' ' || pg_catalog.quote_literal(w), ', '
+                                                        ORDER BY c::regclass::text)
+                           FROM unnest(e.extconfig, e.extcondition) AS x (c, w))),
         ('comment', obj_description(e.oid, 'pg_extension')),
         ('owner', pg_get_userbyid(e.extowner)::text)
     ) AS v (attr, val)

@@ -6,6 +6,7 @@
 #include "queue/engine/wait.hpp"
 #include "queue/rules/dependencies.hpp"
 #include "queue/rules/limits.hpp"
+#include "queue/rules/rate.hpp"
 #include "queue/signal/activity.hpp"
 #include "queue/signal/frontier.hpp"
 #include "queue/signal/pause.hpp"
@@ -239,11 +240,10 @@ TimestampTz next_due(Oid queue, TimestampTz now)
     return isnull ? DT_NOEND : DatumGetTimestampTz(due);
 }
 
-} // namespace
-
-namespace ck {
-
-uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetInfo *out)
+// One claim (claim_once) of up to batch jobs; *scanned: how many the claim statement took, before a
+// rate-limited queue gave back those over their key's rate.
+uint64 claim_round(Oid queue, int32 batch, Interval *lease, ck::Snap snap, ReturnSetInfo *out, uint64 *scanned,
+                   ck::RateKeyHeld *held)
 {
     // A paused queue (or one a pause is in progress on) claims nothing, and buries nothing.
     const ck::QueuePlan *open = ck::open_claims(queue);
@@ -289,6 +289,9 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetI
         if (!one)
             frontier_arrays(view, &values[4]);
         n = ck::queue_execute(from, queue, values, nulls, snap, snapshot);
+        *scanned = n;
+        if (claim.rates.any())
+            n = ck::rate_filter(queue, claim, held);
         // A claim_wait looks many times in one call: nothing of a look is kept.
         if (!one)
             ck::pg_call([&] {
@@ -300,7 +303,7 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetI
         // back short (nothing claimable is left in it up to the moment); the one it stopped in
         // got as far as its last claimed job; those after it were not read. A short batch read
         // them all.
-        bool all_short = n < static_cast<uint64>(batch);
+        bool all_short = *scanned < static_cast<uint64>(batch);
         ck::pg_call([&] {
             for (int j = 0; j < view.npriorities && (all_short || j <= reached.last_position); j++) {
                 bool left = all_short || j < reached.last_position;
@@ -312,13 +315,16 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetI
                            TimestampTzGetDatum(moment), 0, 0, 0, deadline};
         nulls[4] = nulls[5] = nulls[6] = 'n';   // the arrays of the claims from frontiers
         n = ck::queue_execute(claim, queue, values, nulls, snap, snapshot);
+        *scanned = n;
+        if (claim.rates.any())
+            n = ck::rate_filter(queue, claim, held);
         Reached reached = take_claimed(queue, out, view, snapshot);
         // A short batch read every claimable job: nothing passed is left behind.
-        if (view.mode == ck::ClaimMode::Check && n == static_cast<uint64>(batch))
+        if (view.mode == ck::ClaimMode::Check && *scanned == static_cast<uint64>(batch))
             lower_to_heads(queue, view, reached.last_position, moment, claim.max_attempts, snap, snapshot);
     }
     // Also every 64th claim: in a queue that never runs short they would wait forever.
-    if (n < static_cast<uint64>(batch) || ++claims_since_burial >= 64) {
+    if (*scanned < static_cast<uint64>(batch) || ++claims_since_burial >= 64) {
         claims_since_burial = 0;
         replan_if_grown(queue, *used);
         if (ck::may_bury(queue, claim.dead_letters))
@@ -328,6 +334,27 @@ uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetI
         ck::pg_call([&] { UnregisterSnapshot(snapshot); });
     ck::count_at_commit(queue, Activity::Claimed, n);
     return n;
+}
+
+} // namespace
+
+namespace ck {
+
+uint64 claim_once(Oid queue, int32 batch, Interval *lease, Snap snap, ReturnSetInfo *out)
+{
+    uint64 scanned = 0;
+    RateKeyHeld held;
+    uint64 got = claim_round(queue, batch, lease, snap, out, &scanned, &held);
+    // A rate-limited queue's claim that gave jobs back claims again for the rest of its batch
+    // (those jobs are out of its way now), while the queue had as many as it asked for: a few
+    // rounds at most. (Without rate limits a round keeps all it scanned: no second round.)
+    int32 asked = batch;
+    for (int round = 1; got < static_cast<uint64>(batch) && scanned == static_cast<uint64>(asked) && !held.gave_back
+                        && round < 8; round++) {
+        asked = batch - static_cast<int32>(got);
+        got += claim_round(queue, asked, lease, snap, out, &scanned, &held);
+    }
+    return got;
 }
 
 void claim_wait(Oid queue, int32 batch, Interval *lease, TimestampTz deadline, ReturnSetInfo *out)

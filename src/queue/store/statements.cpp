@@ -330,7 +330,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                      "run_at = $4" CK_OP("+") "$2, attempts = j.attempts" CK_OP("+") "1" +
                      // The attempt's deadline ($8: NULL without a timeout), which no heartbeat passes.
                      (has_timeout ? ", timeout_at = $8" : "") + " FROM c WHERE j.id" EQ "ANY (ARRAY[c.id]) "
-                     "RETURNING j.id, j.lease_token, j.attempts, j.payload, j.run_at, c.priority, c.run_at, c.xmin",
+                     "RETURNING j.id, j.lease_token, j.attempts, j.payload, j.run_at, c.priority, c.run_at, c.xmin, j.concurrency_key",
                      {INT4OID, INTERVALOID, INT4OID, TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID,
                       TIMESTAMPTZOID},
                      has_timeout ? 8 : kind == QueueStatement::Claim ? 4 : 7, generic_fast};
@@ -534,6 +534,34 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
     case QueueStatement::Resume:
         return {"UPDATE ck.queues SET paused_at = NULL WHERE queue" EQ "$1 AND paused_at IS NOT NULL RETURNING true",
                 {REGCLASSOID}, 1, 0};
+    // Rate limits (rules/rate.cpp): $1 queue, $2 keyed, $3 key ('' when not keyed), $4 max_jobs,
+    // $5 period. A start counts when fewer than $4 are kept or the $4-th latest left the window;
+    // the moment is read once the row is locked, as ck.try_rate does (rate/take.cpp).
+    case QueueStatement::RateTake:
+        return {"UPDATE ck.rate_starts AS r SET stamps = pg_catalog.array_append(r.stamps[GREATEST(pg_catalog.cardinality(r.stamps)"
+                CK_OP("-") "$4" CK_OP("+") "2, 1):], pg_catalog.clock_timestamp())"
+                " WHERE r.queue" EQ "$1 AND r.keyed" EQ "$2 AND r.concurrency_key" EQ "$3"
+                " AND (pg_catalog.cardinality(r.stamps)" CK_OP("<") "$4 OR r.stamps[pg_catalog.cardinality(r.stamps)" CK_OP("-")
+                "$4" CK_OP("+") "1]" CK_OP("<=") "(pg_catalog.clock_timestamp()" CK_OP("-") "$5))",
+                {REGCLASSOID, BOOLOID, TEXTOID, INT4OID, INTERVALOID}, 5, 0};
+    case QueueStatement::RateCreate:
+        return {"INSERT INTO ck.rate_starts (queue, keyed, concurrency_key, stamps)"
+                " VALUES ($1, $2, $3, ARRAY[pg_catalog.clock_timestamp()]) ON CONFLICT DO NOTHING",
+                {REGCLASSOID, BOOLOID, TEXTOID}, 3, 0};
+    // The next free moment: when the $4-th latest start leaves the window, or the end of what
+    // earlier put-off jobs booked, whichever is later; the key's jobs put off one after another
+    // are spaced period / max_jobs apart, so that they come due at the rate, not all at once.
+    case QueueStatement::RatePutOff: {
+        const std::string step = "($5" CK_OP("/") "$4::pg_catalog.float8)";
+        return {"UPDATE ck.rate_starts AS r SET booked = GREATEST(r.stamps[pg_catalog.cardinality(r.stamps)" CK_OP("-") "$4"
+                CK_OP("+") "1]" CK_OP("+") "$5, r.booked, pg_catalog.clock_timestamp())" CK_OP("+") + step +
+                " WHERE r.queue" EQ "$1 AND r.keyed" EQ "$2 AND r.concurrency_key" EQ "$3 RETURNING r.booked" CK_OP("-") + step,
+                {REGCLASSOID, BOOLOID, TEXTOID, INT4OID, INTERVALOID}, 5, 0};
+    }
+    // The claim of job $1 undone but for its place: ready at $2, its attempt not counted.
+    case QueueStatement::RateDefer:
+        return {"UPDATE " + q + " SET run_at = $2, lease_token = NULL, attempts = attempts" CK_OP("-") "1 WHERE id" EQ "$1",
+                {INT8OID, TIMESTAMPTZOID}, 2, by_id_generic, true};
     default:
         throw std::logic_error("not a queue statement");
     }
@@ -560,6 +588,7 @@ bool planned_apart(QueueStatement kind)
     case QueueStatement::Cancel:
     case QueueStatement::Park:
     case QueueStatement::UnparkJob:
+    case QueueStatement::RateDefer:
     case QueueStatement::HandOver:
     case QueueStatement::DepLock:
     case QueueStatement::DepMark:
@@ -662,6 +691,8 @@ const QueuePlan &queue_statement(QueueStatement kind, Oid relid)
         p.paused = row.paused;
         if (kind == QueueStatement::Claim || kind == QueueStatement::ClaimFrom || kind == QueueStatement::ClaimFromOne)
             p.planned_blocks = table_blocks(relid);
+        if (kind == QueueStatement::Claim)
+            p.rates = read_rate_limits(relid);
         return p;
     });
 }

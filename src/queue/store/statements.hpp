@@ -4,6 +4,7 @@
 
 #include "base/plan_cache.hpp"
 #include "base/spi.hpp"
+#include "queue/store/rate_limits.hpp"
 
 namespace ck {
 
@@ -72,6 +73,10 @@ enum class QueueStatement : uint8_t {
     JobGiven,        // whether an id was ever given (the identity sequence's last value): gone or unknown
     Pause,           // ck.queues.paused_at set ($1 the queue), unless paused already
     Resume,          // ... and cleared
+    RateTake,        // a claimed job's start counted against its key's rate (rules/rate.cpp), or nothing
+    RateCreate,      // the row of a rate-limited key seen for the first time, with that start
+    RatePutOff,      // when a job over its key's rate may start: the next free moment, booked
+    RateDefer,       // a job claimed over its key's rate: back in the queue at that moment, unclaimed
 };
 
 // A queue statement's plan and the queue's settings from ck.queues.
@@ -89,6 +94,7 @@ struct QueuePlan : Prepared {
     Interval timeout{};               // that timeout
     Oid history = InvalidOid;         // the queue's history of finished jobs (ck.set_history), or none
     bool paused = false;              // the queue's claims are paused (ck.queues.paused_at, 1.1.0)
+    RateLimits rates;                 // the claim: the queue's rate limits (ck.set_rate_limit)
 };
 
 // The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors

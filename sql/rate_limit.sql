@@ -1,0 +1,113 @@
+-- ck.try_rate and ck.rate (issue 47): at most n calls counted in any window of length period,
+-- counted only when the transaction commits; bad input; labels; privileges.
+\set VERBOSITY terse
+
+-- n calls pass, the next ones do not, and nothing is counted for them.
+SELECT g, ck.try_rate('api:1', 3, '1 hour') FROM generate_series(1, 5) AS g;
+SELECT cardinality(stamps) AS kept FROM ck.rates WHERE key = 'api:1';
+SELECT ck.rate('api:1', 3, '1 hour');
+-- the raising form says when the next call is counted: the oldest kept moment + period
+DO $$
+DECLARE
+    d text;
+    s text;
+BEGIN
+    PERFORM ck.rate('api:1', 3, '1 hour');
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, s = RETURNED_SQLSTATE;
+    RAISE NOTICE 'sqlstate %, detail names the oldest moment + 1 hour: %', s,
+        substring(d FROM '^The next call is counted from (.*)\.$')::timestamptz
+            = (SELECT stamps[1] + interval '1 hour' FROM ck.rates WHERE key = 'api:1');
+END
+$$;
+SELECT ck.sqlstate_action('CK007');
+-- a larger n for the same key counts again; n = 1 needs the latest call out of the window
+SELECT ck.try_rate('api:1', 4, '1 hour') AS fourth, ck.try_rate('api:1', 1, '1 hour') AS one_per_hour;
+
+-- A rolled-back call is not counted; a committed one is.
+BEGIN;
+SELECT ck.try_rate('api:2', 1, '1 hour') AS in_rolled_back;
+ROLLBACK;
+SELECT count(*) AS rows_after_rollback FROM ck.rates WHERE key = 'api:2';
+SELECT ck.try_rate('api:2', 1, '1 hour') AS first, ck.try_rate('api:2', 1, '1 hour') AS second;
+BEGIN;
+SELECT ck.try_rate('api:3', 1, '1 hour') AS counted;
+SAVEPOINT s;
+SELECT ck.try_rate('api:3', 2, '1 hour') AS rolled_back_to_savepoint;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT cardinality(stamps) AS kept FROM ck.rates WHERE key = 'api:3';
+
+-- The window slides: a call leaves it period after it was counted (moments moved back in time
+-- instead of sleeping). Two of the last minute's three moments are older than a minute.
+INSERT INTO ck.rates VALUES ('api:4', ARRAY[clock_timestamp() - interval '90 seconds',
+                                            clock_timestamp() - interval '61 seconds',
+                                            clock_timestamp() - interval '30 seconds']);
+SELECT ck.try_rate('api:4', 3, '1 minute') AS a, ck.try_rate('api:4', 3, '1 minute') AS b,
+       ck.try_rate('api:4', 3, '1 minute') AS c;
+-- the key keeps at most n moments: the newest n
+SELECT cardinality(stamps) AS kept, stamps[1] > clock_timestamp() - interval '1 minute' AS oldest_in_window
+FROM ck.rates WHERE key = 'api:4';
+-- exactly at the edge: a moment period old has left the window
+UPDATE ck.rates SET stamps = ARRAY['2026-01-01 00:00:00+00'::timestamptz] WHERE key = 'api:4';
+SELECT ck.try_rate('api:4', 1, '1 minute') AS edge;
+
+-- Bad input: a clear error with its SQLSTATE, nothing counted.
+SELECT count(*) AS keys_before FROM ck.rates \gset
+CREATE FUNCTION pg_temp.error_of(call text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE 'SELECT ' || call;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END
+$$;
+SELECT call, pg_temp.error_of(call) FROM unnest(ARRAY[
+    $$ck.try_rate(NULL, 1, '1 minute')$$,
+    $$ck.try_rate('k', NULL, '1 minute')$$,
+    $$ck.try_rate('k', 1, NULL)$$,
+    $$ck.rate(NULL, 1, '1 minute')$$,
+    $$ck.try_rate('', 1, '1 minute')$$,
+    $$ck.try_rate(repeat('x', 257), 1, '1 minute')$$,
+    $$ck.try_rate(repeat('é', 129), 1, '1 minute')$$,
+    $$ck.try_rate('k', 0, '1 minute')$$,
+    $$ck.try_rate('k', -5, '1 minute')$$,
+    $$ck.try_rate('k', 10001, '1 minute')$$,
+    $$ck.try_rate('k', 1, '0')$$,
+    $$ck.try_rate('k', 1, '-1 second')$$,
+    $$ck.try_rate('k', 1, '1 month -30 days')$$,
+    $$ck.try_rate('k', 1, '101 years')$$,
+    $$ck.rate('k', 0, '1 minute')$$]) AS call;
+-- 'infinity' is an interval from PostgreSQL 17 on; before, the same line is shown
+SELECT CASE WHEN current_setting('server_version_num')::int < 170000 THEN '22023: period must be finite'
+            ELSE pg_temp.error_of($$ck.try_rate('k', 1, 'infinity')$$) END AS infinite_period;
+SELECT count(*) = :keys_before AS nothing_counted FROM ck.rates;
+\set VERBOSITY default
+SELECT ck.try_rate('k', 10001, '1 hour');
+\set VERBOSITY terse
+-- the largest n and the longest key are fine
+SELECT ck.try_rate(repeat('x', 256), 10000, '100 years') AS largest;
+
+-- Labels: volatile, parallel unsafe, the caller's rights, no SET clause, not strict (NULLs raise).
+SELECT p.oid::regprocedure, p.provolatile, p.proparallel, p.prosecdef, p.proconfig, p.proisstrict
+FROM pg_proc AS p WHERE p.pronamespace = 'ck'::regnamespace AND p.proname IN ('try_rate', 'rate')
+ORDER BY 1::text;
+
+-- Privileges: any role may count calls of any key (keys are shared names, as advisory-lock
+-- namespaces), with no grant of its own.
+CREATE ROLE regress_ck_rate;
+SET ROLE regress_ck_rate;
+SELECT ck.try_rate('api:1', 5, '1 hour') AS other_role_same_key, ck.try_rate('role:mine', 1, '1 hour') AS own_key;
+RESET ROLE;
+DROP ROLE regress_ck_rate;
+
+-- The caller's search_path changes nothing: an operator of another schema is not used.
+CREATE SCHEMA rate_hostile;
+CREATE FUNCTION rate_hostile.lt(integer, integer) RETURNS boolean LANGUAGE sql AS 'SELECT true';
+CREATE OPERATOR rate_hostile.< (LEFTARG = integer, RIGHTARG = integer, FUNCTION = rate_hostile.lt);
+SET search_path = rate_hostile, pg_catalog;
+SELECT ck.try_rate('api:2', 1, '1 hour') AS still_over;
+RESET search_path;
+DROP SCHEMA rate_hostile CASCADE;
+
+DELETE FROM ck.rates;

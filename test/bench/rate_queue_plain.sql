@@ -1,0 +1,3 @@
+-- Queue rate-limit benchmark: claim, then complete, from rate_queue_plain (rate_queue_setup.sql says what it holds).
+SELECT id, lease_token FROM ck.claim('rate_queue_plain') \gset
+SELECT ck.complete('rate_queue_plain', :id::bigint, :lease_token::bigint);
