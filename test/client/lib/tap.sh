@@ -87,6 +87,13 @@ outcome_checks() {
     check "$label: every enqueued job's effect was recorded exactly once ($(sql -c 'SELECT count(*) FROM enqueued') jobs)" "
         SELECT count(*) > 0 AND bool_and(done = 1) FROM (
             SELECT (SELECT count(*) FROM effects f WHERE f.job_id = e.job_id) AS done FROM enqueued e) AS per_job"
+    check "$label: the history holds each job once, completed, with the result its worker gave in the transaction of its effect (attempt and worker)" "
+        SELECT count(*) > 0 AND bool_and(h.n = 1 AND h.state = 'completed' AND h.attempts = f.attempt
+                                         AND h.result = jsonb_build_object('attempt', f.attempt, 'worker', f.worker))
+        FROM enqueued e JOIN effects f USING (job_id)
+        CROSS JOIN LATERAL (SELECT count(*) AS n, min(state) AS state, min(attempts) AS attempts, min(result::text)::jsonb AS result
+                            FROM jobs_history WHERE id = e.job_id) AS h
+        HAVING count(*) = (SELECT count(*) FROM enqueued)"
     check "$label: no effect of a job never enqueued; each effect carries its job's payload" "
         SELECT count(*) = 0 FROM effects f LEFT JOIN enqueued e USING (job_id) WHERE e.n IS DISTINCT FROM f.n"
     check "$label: the queue is empty, no dead letters, ck.queue_stats all zero" "
@@ -189,7 +196,7 @@ short_worker() {
 # short_pause_await LABEL CONNECT CMD...: the README worker on a paused queue. 20 jobs enqueued, the queue
 # paused (ck.pause_queue); the workers start (CMD) and a producer (CMD send await@example.com) enqueues one
 # more and waits for its result (ck.await_job). Once the workers have made 8 calls of ck.claim_wait (each
-# pid and query_start seen in pg_stat_activity: at most 4 at a time, so at least 4 ran out, after 1 s each)
+# pid and query_start seen in pg_stat_activity: at most 4 at a time, so at least 4 returned empty-handed)
 # and the producer's job is in the queue, nothing has been claimed (every job's attempts 0, sent unchanged)
 # and all are still running (a bounded wait for those calls, not a sleep). After ck.resume_queue the
 # workers drain the 21 jobs and stop, and the producer prints the result its worker gave.

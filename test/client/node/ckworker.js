@@ -75,12 +75,14 @@ async function work(pool, worker) {
       }
       continue;
     }
-    // The effect and the acknowledgement in one transaction: it commits only while the lease is ours.
+    // The effect and the acknowledgement (with a result, kept in the history) in one transaction: it
+    // commits only while the lease is ours. pg sends the result object as JSON, untyped: the only
+    // four-argument ck.complete takes jsonb.
     try {
       await inTransaction(pool, async (tx) => {
         await tx.query('INSERT INTO effects (job_id, n, attempt, worker, held_ms) VALUES ($1, $2, $3, $4, $5)',
           [id, payload.n, attempt, worker, Date.now() - started]);
-        await tx.query(`SELECT ck.complete('jobs', $1, $2)`, [id, token]);
+        await tx.query(`SELECT ck.complete('jobs', $1, $2, $3)`, [id, token, { attempt, worker }]);
       });
     } catch (e) {
       if (e.code !== 'CK005') throw e; // CK005: the lease was lost; the effect rolled back, the job's new holder records it

@@ -1,8 +1,7 @@
 'use strict';
 // A concurrency_kit worker in Node (pg): 4 workers take jobs from queue "emails" and record each in
-// table "sent" in the transaction that completes it, with a result kept in the queue's history. It
-// connects with the PG* environment variables and stops once the queue is empty (a paused queue is
-// not: its workers wait until it is resumed).   Run: npm install pg && node worker.js
+// table "sent" in the transaction that completes it (with a result). It connects with the PG*
+// environment variables and stops once the queue is empty.   Run: npm install pg && node worker.js
 // A producer that waits for its job's result:   node worker.js send bob@example.com
 // pg prepares no named statements unless a query has a name: it runs behind PgBouncer as it is.
 const { Pool } = require('pg');

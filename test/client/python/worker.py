@@ -1,7 +1,6 @@
 """A concurrency_kit worker in Python (psycopg 3): 4 threads take jobs from queue "emails" and
-record each in table "sent" in the transaction that completes it, with a result kept in the queue's
-history. It connects with the PG* environment variables and stops once the queue is empty (a paused
-queue is not: its workers wait until it is resumed).   Run: python3 worker.py
+record each in table "sent" in the transaction that completes it (with a result). It connects with
+the PG* environment variables and stops once the queue is empty.   Run: python3 worker.py
 A producer that waits for its job's result:   python3 worker.py send bob@example.com"""
 import sys
 from concurrent.futures import ThreadPoolExecutor

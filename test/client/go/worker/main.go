@@ -1,7 +1,6 @@
 // A concurrency_kit worker in Go (pgx v4): 4 goroutines take jobs from queue "emails" and record
-// each in table "sent" in the transaction that completes it, with a result kept in the queue's
-// history. It connects with the PG* environment variables and stops once the queue is empty (a
-// paused queue is not: its workers wait until it is resumed). "worker send bob@example.com" is a
+// each in table "sent" in the transaction that completes it (with a result). It connects with the
+// PG* environment variables and stops once the queue is empty; "worker send bob@example.com" is a
 // producer that waits for its job's result. Build it with Debian's packages (GOPATH mode, nothing
 // downloaded):
 //
@@ -23,17 +22,13 @@ import (
 	"github.com/jackc/pgx/v4/pgxpool"
 )
 
-// receipt is a job's result (jsonb): pgx encodes and decodes it with encoding/json.
-type receipt struct {
-	DeliveredTo string `json:"delivered_to"`
-}
-
-// send is the job's work (here only a check). An error hands the job back.
-func send(to string) (receipt, error) {
+// send is the job's work (here only a check); it returns the job's result (jsonb: pgx encodes maps
+// and structs with encoding/json). An error hands the job back.
+func send(to string) (map[string]string, error) {
 	if !strings.Contains(to, "@") {
-		return receipt{}, fmt.Errorf("bad address %q", to)
+		return nil, fmt.Errorf("bad address %q", to)
 	}
-	return receipt{DeliveredTo: to}, nil
+	return map[string]string{"delivered_to": to}, nil
 }
 
 // work claims jobs until the queue is empty and returns how many it sent.
@@ -81,22 +76,19 @@ func work(ctx context.Context, db *pgxpool.Pool) (int, error) {
 // request is a producer: it enqueues an email and waits (up to 30 s) until a worker has finished it.
 func request(ctx context.Context, db *pgxpool.Pool, to string) error {
 	var id int64
-	if err := db.QueryRow(ctx, `SELECT ck.enqueue('emails', $1)`, map[string]string{"to": to}).Scan(&id); err != nil {
-		return err
-	}
 	var state, failure string
-	var result receipt
-	err := db.QueryRow(ctx, `SELECT state, result, coalesce(error, '') FROM ck.await_job('emails', $1, '30 seconds')`,
-		id).Scan(&state, &result, &failure)
-	if err != nil {
-		return err
+	var result map[string]string
+	err := db.QueryRow(ctx, `SELECT ck.enqueue('emails', $1)`, map[string]string{"to": to}).Scan(&id)
+	if err == nil {
+		err = db.QueryRow(ctx, `SELECT state, result, coalesce(error, '') FROM ck.await_job('emails', $1, '30 seconds')`,
+			id).Scan(&state, &result, &failure)
 	}
-	if state == "completed" {
-		fmt.Printf("job %d: completed delivered to %s\n", id, result.DeliveredTo)
-	} else { // buried or cancelled (with the error), or still waiting or running after 30 s
+	if err == nil && state == "completed" {
+		fmt.Printf("job %d: completed delivered to %s\n", id, result["delivered_to"])
+	} else if err == nil { // buried or cancelled (with its error), or still waiting or running after 30 s
 		fmt.Printf("job %d: %s %s\n", id, state, failure)
 	}
-	return nil
+	return err
 }
 
 func main() {
