@@ -5,7 +5,7 @@
 # connection (55P03, connection usable afterwards), calls CALL ck.retry, and enqueues one unique key from 8
 # producers at once, then cancels its job waiting and running; the same workers run a workflow of
 # dependent jobs (a fan-out and a fan-in: dependency_checks), and a cancelled job buries the jobs
-# after it. Then the README's worker (test/client/node/worker.js) as it is: short_worker. Prints TAP.
+# after it; results through the overloads with untyped parameters. Then the README's worker (test/client/node/worker.js) as it is: short_worker. Prints TAP.
 # needs: node npm   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"
@@ -23,7 +23,7 @@ else
     exit 1
 fi
 setup_db "$db" 2000
-run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry unique dependencies optimistic
+run_tap "node worker" 150 node "$client_dir/node/ckworker.js" --workers 8 queue decrement lock retry unique dependencies optimistic results
 dependency_checks node
 outcome_checks node 8
 short_worker "node README worker" "" node "$client_dir/node/worker.js"

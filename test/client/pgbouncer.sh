@@ -160,7 +160,7 @@ fi
 if $npm_ok; then
     tap_prefix="through pgbouncer, " PGHOST=127.0.0.1 PGPORT=$bport PGDATABASE=$node_db \
         run_tap "node worker through pgbouncer" 120 node "$client_dir/node/ckworker.js" --workers 8 \
-        queue decrement lock retry unique dependencies optimistic
+        queue decrement lock retry unique dependencies optimistic results
     PGDATABASE=$node_db dependency_checks "node through pgbouncer"
     PGDATABASE=$node_db outcome_checks "node through pgbouncer" 8
 else
