@@ -215,7 +215,7 @@ short_pause_await() {
     env $connect timeout -k 5 90 "$@" send await@example.com >"$produced" 2>&1 &
     local producer=$! started=$SECONDS
     : >"$seen"
-    while ((SECONDS < deadline)); do
+    while ((SECONDS < deadline)) && kill -0 "$workers" 2>/dev/null; do
         sql -c "SELECT pid || ' ' || query_start FROM pg_stat_activity WHERE datname = current_database()
                 AND pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%ck.claim_wait(%'" >>"$seen"
         calls=$(sort -u "$seen" | wc -l)
