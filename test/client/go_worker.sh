@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The Go worker (test/client/go/ckworker, pgx v4 from Debian, GOPATH mode, no module downloads):
-# 8 pooled workers drain 2,000 jobs (heartbeats, ck.fail and retry, effects exactly once), sell the
-# last units with ck.decrement (CK001 in the driver's error), meet a timed ck.xact_lock held by
-# another pooled connection (55P03, connection usable afterwards), CALL ck.retry, and enqueue one unique key
-# from 8 producers at once, then cancel its job waiting and running; the same workers run a workflow
-# of dependent jobs (a fan-out and a fan-in: dependency_checks), and a cancelled job buries the jobs
-# after it. Then the README's worker (test/client/go/worker/main.go), built with the command its
-# header gives, run as it is: short_worker. Prints TAP.
+# The Go worker (test/client/go/ckworker, pgx v4 from Debian, GOPATH mode, no module downloads): 8
+# pooled workers drain 2,000 jobs (heartbeats, ck.fail and retry, effects and their results in the
+# history exactly once), sell the last units with ck.decrement (CK001 in the driver's error), meet a
+# timed ck.xact_lock held by another pooled connection (55P03, connection usable afterwards), CALL
+# ck.retry, and enqueue one unique key from 8 producers at once, then cancel its job waiting and
+# running; the same workers run a workflow of dependent jobs (a fan-out and a fan-in:
+# dependency_checks), and a cancelled job buries the jobs after it. Then the README's worker
+# (test/client/go/worker/main.go), built with the command its header gives, run as it is: short_worker
+# (its results in the history; paused, then resumed, while its producer awaits a job). Prints TAP.
 # needs: go pgx   (test/run.sh skips this suite where one is missing)
 set -euo pipefail
 source "$(dirname "$0")/lib/tap.sh"

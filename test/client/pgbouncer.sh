@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# PgBouncer (Debian's pgbouncer, 1.18) in transaction pooling mode in front of the test cluster:
-# the README's three workers as they are (test/client/python/worker.py with psycopg's
+# PgBouncer (Debian's pgbouncer, 1.18) in transaction pooling mode in front of the test cluster: the
+# README's three workers as they are (test/client/python/worker.py with psycopg's
 # prepare_threshold=None, go/worker/main.go with pgx's statement_cache_mode=describe, node/worker.js
-# with node-postgres as it comes: short_worker), 4 workers each over 2 server connections, and the
-# Python and Go ones failing without their setting; the larger Go worker's parts (queue, decrement,
-# xact-lock, retry, unique, dependencies, optimistic) with 8 client connections over 3 server
-# connections (pgx with statement_cache_mode=describe), and the larger Node worker's with nothing
-# set; then one test per finding: prepared statements of pgx and psycopg fail, the settings that
-# avoid them work (pgx's prefer_simple_protocol cannot send a map payload), ck.session_lock leaks
-# (and works through a session-mode pool), per-backend caches stay right when a client's
-# transactions move between server connections.
+# with node-postgres as it comes: short_worker, paused and resumed while a producer awaits a job), 4
+# workers each over 2 server connections, and the Python and Go ones failing without their setting; the
+# larger Go worker's parts (queue, decrement, xact-lock, retry, unique, dependencies, optimistic) with 8
+# client connections over 3 server connections (pgx with statement_cache_mode=describe), and the larger
+# Node worker's with nothing set; then one test per finding: prepared statements of pgx and psycopg
+# fail, the settings that avoid them work (pgx's prefer_simple_protocol cannot send a map payload),
+# ck.session_lock leaks (and works through a session-mode pool), per-backend caches stay right when a
+# client's transactions move between server connections.
 # PgBouncer listens on 127.0.0.1 only, port PGPORT + 10000, runs as postgres when run by root,
 # keeps config, pid and log in a temporary directory, and is always stopped. Prints TAP.
 # needs: pgbouncer go pgx node npm psycopg   (test/run.sh skips this suite where one is missing)
@@ -160,7 +160,7 @@ fi
 if $npm_ok; then
     tap_prefix="through pgbouncer, " PGHOST=127.0.0.1 PGPORT=$bport PGDATABASE=$node_db \
         run_tap "node worker through pgbouncer" 120 node "$client_dir/node/ckworker.js" --workers 8 \
-        queue decrement lock retry unique dependencies optimistic
+        queue decrement lock retry unique dependencies optimistic results
     PGDATABASE=$node_db dependency_checks "node through pgbouncer"
     PGDATABASE=$node_db outcome_checks "node through pgbouncer" 8
 else

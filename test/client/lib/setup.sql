@@ -4,6 +4,8 @@ CREATE EXTENSION concurrency_kit;
 
 -- Queue: a 1 s lease; "slow" jobs run 2.5 s and heartbeat, "flaky" ones raise on attempt 1.
 SELECT FROM ck.create_queue('jobs', lease => '1 second', max_attempts => 5);
+-- Its history: each worker completes a job with the result {"attempt": ..., "worker": ...}.
+SELECT FROM ck.set_history('jobs', '1 day');
 CREATE TABLE enqueued (job_id bigint PRIMARY KEY, n int NOT NULL, kind text NOT NULL);
 -- A job's effect, written in the transaction that completes it. No unique constraint: a
 -- duplicate must show up in the counts, not as an error.

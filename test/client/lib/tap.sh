@@ -87,6 +87,13 @@ outcome_checks() {
     check "$label: every enqueued job's effect was recorded exactly once ($(sql -c 'SELECT count(*) FROM enqueued') jobs)" "
         SELECT count(*) > 0 AND bool_and(done = 1) FROM (
             SELECT (SELECT count(*) FROM effects f WHERE f.job_id = e.job_id) AS done FROM enqueued e) AS per_job"
+    check "$label: the history holds each job once, completed, with the result its worker gave in the transaction of its effect (attempt and worker)" "
+        SELECT count(*) > 0 AND bool_and(h.n = 1 AND h.state = 'completed' AND h.attempts = f.attempt
+                                         AND h.result = jsonb_build_object('attempt', f.attempt, 'worker', f.worker))
+        FROM enqueued e JOIN effects f USING (job_id)
+        CROSS JOIN LATERAL (SELECT count(*) AS n, min(state) AS state, min(attempts) AS attempts, min(result::text)::jsonb AS result
+                            FROM jobs_history WHERE id = e.job_id) AS h
+        HAVING count(*) = (SELECT count(*) FROM enqueued)"
     check "$label: no effect of a job never enqueued; each effect carries its job's payload" "
         SELECT count(*) = 0 FROM effects f LEFT JOIN enqueued e USING (job_id) WHERE e.n IS DISTINCT FROM f.n"
     check "$label: the queue is empty, no dead letters, ck.queue_stats all zero" "
@@ -134,7 +141,8 @@ dependency_checks() {
 # go/worker/main.go built, node/worker.js) exactly as it is, with CONNECT's PG* settings ("PGHOST=...
 # PGPORT=...", or "" for the cluster) and PGDATABASE, on a fresh database ($short_db, else ck_short): first where nothing exists
 # (it must create table sent and queue emails, find no job and stop), then on 300 jobs of which 6 have
-# a bad address (max_attempts 2: each fails twice, ck.try_fail, and is buried). Every run must exit 0
+# a bad address (max_attempts 2: each fails twice, ck.try_fail, and is buried), each finish in the history
+# the worker turned on, with the worker's result; then short_pause_await. Every run must exit 0
 # and print exactly one line "worker N: K sent" per worker (4) and nothing else: no error, no
 # traceback, no worker that stopped early. Checks in SQL go straight to the cluster.
 short_worker() {
@@ -177,4 +185,70 @@ short_worker() {
            AND NOT EXISTS (SELECT FROM sent s JOIN expected x USING (job_id) WHERE x.recipient NOT LIKE '%@%')
         FROM expected e JOIN emails_dead d ON d.id = e.job_id WHERE e.recipient NOT LIKE '%@%'"
     PGDATABASE=$db check "$label: the queue is empty" "SELECT count(*) = 0 FROM emails"
+    PGDATABASE=$db check "$label: the history (ck.set_history) holds each job once: the good ones completed with the worker's result {\"delivered_to\": recipient}, the bad ones buried with their error" "
+        SELECT count(*) = 300 AND count(DISTINCT h.id) = 300
+           AND bool_and(CASE WHEN e.recipient LIKE '%@%' THEN h.state = 'completed' AND h.result = jsonb_build_object('delivered_to', e.recipient)
+                             ELSE h.state = 'buried' AND h.result IS NULL AND h.error LIKE 'bad address %' END)
+        FROM expected e JOIN emails_history h ON h.id = e.job_id"
+    short_pause_await "$label" "$connect" "$@"
+}
+
+# short_pause_await LABEL CONNECT CMD...: the README worker on a paused queue. 20 jobs enqueued, the queue
+# paused (ck.pause_queue); the workers start (CMD) and a producer (CMD send await@example.com) enqueues one
+# more and waits for its result (ck.await_job). Once the workers have made 8 calls of ck.claim_wait (each
+# pid and query_start seen in pg_stat_activity: at most 4 at a time, so at least 4 returned empty-handed)
+# and the producer's job is in the queue, nothing has been claimed (every job's attempts 0, sent unchanged)
+# and all are still running (a bounded wait for those calls, not a sleep). After ck.resume_queue the
+# workers drain the 21 jobs and stop, and the producer prints the result its worker gave.
+short_pause_await() {
+    local label="$1, paused then resumed" connect=$2 db=${short_db:-ck_short} out=$tap_dir/short.out
+    local produced=$tap_dir/producer.out seen=$tap_dir/claim_waits calls=0 deadline=$((SECONDS + 40)) before
+    shift 2
+    local -x PGDATABASE=$db
+    before=$(sql -c "SELECT count(*) FROM sent")
+    sql -c "SELECT ck.pause_queue('emails')" -c "CREATE TABLE paused_jobs AS SELECT ck.enqueue('emails', jsonb_build_object('to', r)) AS job_id, r AS recipient
+                                                 FROM generate_series(1, 20) AS g, LATERAL (SELECT 'paused' || g || '@example.com' AS r) AS t" >/dev/null
+    # shellcheck disable=SC2086
+    env $connect timeout -k 5 90 "$@" >"$out" 2>&1 &
+    local workers=$!
+    # shellcheck disable=SC2086
+    env $connect timeout -k 5 90 "$@" send await@example.com >"$produced" 2>&1 &
+    local producer=$! started=$SECONDS
+    : >"$seen"
+    while ((SECONDS < deadline)) && kill -0 "$workers" 2>/dev/null; do
+        sql -c "SELECT pid || ' ' || query_start FROM pg_stat_activity WHERE datname = current_database()
+                AND pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%ck.claim_wait(%'" >>"$seen"
+        calls=$(sort -u "$seen" | wc -l)
+        ((calls < 8)) || [[ $(sql -c "SELECT count(*) FROM emails") != 21 ]] || break
+        sleep 0.1
+    done
+    local running=no
+    ! kill -0 "$workers" 2>/dev/null || ! kill -0 "$producer" 2>/dev/null || running=yes
+    check "$label: while paused the workers' $calls calls of ck.claim_wait in $((SECONDS - started)) s claimed nothing (21 jobs, all attempts 0, sent unchanged, queue_stats paused), the producer's job waiting; workers and producer still running ($running)" "
+        SELECT '$running' = 'yes' AND $calls >= 8 AND count(*) = 21 AND bool_and(attempts = 0)
+           AND (SELECT count(*) FROM sent) = $before AND (SELECT paused FROM ck.queue_stats('emails'))
+           AND (SELECT state FROM ck.job('emails', (SELECT max(id) FROM emails))) = 'waiting'
+        FROM emails"
+    sql -c "SELECT ck.resume_queue('emails')" >/dev/null
+    local status=0 pstatus=0 printed id
+    wait "$workers" || status=$?
+    wait "$producer" || pstatus=$?
+    printed=$(awk '/^worker [0-9]: [0-9]+ sent$/ { n += $3 } END { print n + 0 }' "$out")
+    if ((status == 0)) && [[ $(sed 's/: [0-9]* sent$//' "$out" | sort) == $'worker 1\nworker 2\nworker 3\nworker 4' ]] && ((printed == 21)); then
+        ok "$label: after ck.resume_queue the workers sent the 21 jobs ($printed) and stopped normally (exit 0)"
+    else
+        not_ok "$label: after ck.resume_queue the workers sent the 21 jobs ($printed) and stopped normally (exit $status)"
+        sed 's/^/# /' "$out" | head -n 40
+    fi
+    id=$(sed -n 's/^job \([0-9]*\): completed delivered to await@example\.com$/\1/p' "$produced")
+    if ((pstatus == 0)) && [[ -n $id && $(wc -l <"$produced") == 1 ]]; then
+        ok "$label: the producer's ck.await_job returned its job's result: $(cat "$produced")"
+    else
+        not_ok "$label: the producer's ck.await_job returned its job's result (exit $pstatus)"
+        sed 's/^/# /' "$produced" | head -n 20
+    fi
+    check "$label: every job enqueued while paused is in sent once, on attempt 1, and in the history completed with its result" "
+        SELECT count(*) = 21 AND bool_and(s.attempts = 1 AND h.state = 'completed' AND h.result = jsonb_build_object('delivered_to', s.recipient))
+        FROM (SELECT job_id, recipient FROM paused_jobs UNION ALL SELECT ${id:-0}, 'await@example.com') AS e
+        JOIN sent s USING (job_id) JOIN emails_history h ON h.id = e.job_id"
 }

@@ -2,7 +2,7 @@
 // ckworker.js drives concurrency_kit from Node with pg (node-postgres) and prints unnumbered TAP
 // lines ("ok - ...", "not ok - ...", "# ...") that test/client/lib/tap.sh numbers.
 //
-//   node ckworker.js [--workers 8] queue decrement lock retry unique dependencies optimistic
+//   node ckworker.js [--workers 8] queue decrement lock retry unique dependencies optimistic results
 //
 // Connects with the PG* environment variables. The database must have been set up with
 // test/client/lib/setup.sql.
@@ -75,12 +75,14 @@ async function work(pool, worker) {
       }
       continue;
     }
-    // The effect and the acknowledgement in one transaction: it commits only while the lease is ours.
+    // The effect and the acknowledgement (with a result, kept in the history) in one transaction: it
+    // commits only while the lease is ours. pg sends the result object as JSON, untyped: the only
+    // four-argument ck.complete takes jsonb.
     try {
       await inTransaction(pool, async (tx) => {
         await tx.query('INSERT INTO effects (job_id, n, attempt, worker, held_ms) VALUES ($1, $2, $3, $4, $5)',
           [id, payload.n, attempt, worker, Date.now() - started]);
-        await tx.query(`SELECT ck.complete('jobs', $1, $2)`, [id, token]);
+        await tx.query(`SELECT ck.complete('jobs', $1, $2, $3)`, [id, token, { attempt, worker }]);
       });
     } catch (e) {
       if (e.code !== 'CK005') throw e; // CK005: the lease was lost; the effect rolled back, the job's new holder records it
@@ -411,6 +413,30 @@ async function testOptimistic(pool, workers) {
   tap(error && error.code === '42703', `node: another error is not retried: 42703 at once (${error && error.message})`);
 }
 
+// pg sends every parameter untyped: against the result overloads a 1.0 ck.complete_and_claim call with
+// four or five arguments still means batch (and lease), a result needs all six, and ck.complete_many
+// takes an array of objects as results (pg sends each one as JSON). Each finish lands in the history.
+async function testResults(pool) {
+  await pool.query(`SELECT ck.create_queue('results') WHERE to_regclass('results') IS NULL`);
+  await pool.query(`SELECT ck.set_history('results', '1 day') WHERE to_regclass('results_history') IS NULL`);
+  const ids = [];
+  for (let i = 1; i <= 4; i++) ids.push((await pool.query(`SELECT ck.enqueue('results', $1) AS id`, [{ i }])).rows[0].id);
+  const first = (await pool.query(`SELECT id, lease_token FROM ck.claim('results')`)).rows[0];
+  const second = (await pool.query(`SELECT id, lease_token FROM ck.complete_and_claim('results', $1, $2, $3)`,
+    [first.id, first.lease_token, 1])).rows[0];
+  const rest = (await pool.query(`SELECT id, lease_token FROM ck.complete_and_claim('results', $1, $2, $3, $4, $5)`,
+    [second.id, second.lease_token, 2, null, { step: 2 }])).rows;
+  const done = (await pool.query(`SELECT ck.complete_many('results', $1, $2, $3) AS id`,
+    [rest.map((r) => r.id), rest.map((r) => r.lease_token), rest.map((r) => ({ step: 3, id: r.id }))])).rows;
+  const history = (await pool.query(`SELECT id, state, result FROM results_history ORDER BY id`)).rows;
+  const want = [null, { step: 2 }, { id: ids[2], step: 3 }, { id: ids[3], step: 3 }]; // jsonb orders the keys
+  tap(first.id === ids[0] && second.id === ids[1] && rest.map((r) => r.id).join() === ids.slice(2).join() &&
+    done.length === 2 && history.length === 4 &&
+    history.every((h, k) => h.id === ids[k] && h.state === 'completed' && JSON.stringify(h.result) === JSON.stringify(want[k])),
+    'node: untyped parameters: ck.complete_and_claim with 4 arguments (1.0: batch), with 6 (a result object), ' +
+    `ck.complete_many with an array of result objects; the history holds each result (${JSON.stringify(history.map((h) => h.result))})`);
+}
+
 async function main() {
   const args = process.argv.slice(2);
   let workers = 8;
@@ -419,7 +445,7 @@ async function main() {
   const pool = new Pool({ max: workers });
   const parts = {
     queue: testQueue, decrement: testDecrement, lock: testLock, retry: testRetry, unique: testUnique,
-    dependencies: testDependencies, optimistic: testOptimistic,
+    dependencies: testDependencies, optimistic: testOptimistic, results: testResults,
   };
   for (const part of args) {
     if (!parts[part]) {

@@ -73,12 +73,14 @@ def work(conn, worker):
                     raise
                 tally("leases_lost")
             continue
-        # The effect and the acknowledgement in one transaction: it commits only while the lease is ours.
+        # The effect and the acknowledgement (with a result, kept in the history) in one transaction: it
+        # commits only while the lease is ours.
         try:
             with conn.transaction():
                 conn.execute("INSERT INTO effects (job_id, n, attempt, worker, held_ms) VALUES (%s, %s, %s, %s, %s)",
                              (id, payload["n"], attempt, worker, int((time.monotonic() - started) * 1000)))
-                conn.execute("SELECT ck.complete('jobs', %s, %s)", (id, token))
+                conn.execute("SELECT ck.complete('jobs', %s, %s, %s)",
+                             (id, token, psycopg.types.json.Jsonb({"attempt": attempt, "worker": worker})))
         except psycopg.Error as e:
             if e.sqlstate != "CK005":  # CK005: the lease was lost; the effect rolled back, the job's new holder records it
                 raise

@@ -63,13 +63,15 @@ func work(ctx context.Context, db *pgxpool.Pool, worker int) error {
 			}
 			continue
 		}
-		// The effect and the acknowledgement in one transaction: it commits only while the lease is ours.
+		// The effect and the acknowledgement (with a result, kept in the history) in one transaction: it
+		// commits only while the lease is ours.
 		err = db.BeginFunc(ctx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO effects (job_id, n, attempt, worker, held_ms) VALUES ($1, $2, $3, $4, $5)`,
 				id, job.N, attempt, worker, time.Since(started).Milliseconds()); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `SELECT ck.complete('jobs', $1, $2)`, id, token)
+			_, err := tx.Exec(ctx, `SELECT ck.complete('jobs', $1, $2, $3)`, id, token,
+				map[string]int{"attempt": attempt, "worker": worker})
 			return err
 		})
 		if sqlstate(err) == "CK005" { // the lease was lost: the effect rolled back, the job's new holder records it
