@@ -46,6 +46,22 @@ INSERT INTO expected_functions VALUES
     ('purge_dead',          '{regclass,interval}',                                    'bigint',  'volatile',  'unsafe', false),
     ('retry_dead_matching', '{regclass,text,text,interval,integer,jsonb,integer}',    'bigint',  'volatile',  'unsafe', false),
     ('purge_dead_matching', '{regclass,text,text,interval,integer,jsonb,integer}',    'bigint',  'volatile',  'unsafe', false),
+    -- 1.1.0 (issue 47): pause, rate limits, history, results, waiting for a job
+    ('pause_queue',         '{regclass,text}',                                        'boolean', 'volatile',  'unsafe', false),
+    ('resume_queue',        '{regclass,text}',                                        'boolean', 'volatile',  'unsafe', false),
+    ('try_rate',            '{text,integer,interval}',                                'boolean', 'volatile',  'unsafe', false),
+    ('rate',                '{text,integer,interval}',                                'boolean', 'volatile',  'unsafe', false),
+    ('set_rate_limit',      '{regclass,text,integer,interval}',                       'void',    'volatile',  'unsafe', false),
+    ('set_history',         '{regclass,interval,interval}',                           'regclass', 'volatile', 'unsafe', false),
+    ('maintain_history',    '{regclass}',                                             'record',  'volatile',  'unsafe', false),
+    ('history_counts',      '{regclass,"timestamp with time zone"}',                  'setof record', 'stable', 'restricted', false),
+    ('job',                 '{regclass,bigint}',                                      'record',  'stable',    'restricted', false),
+    ('await_job',           '{regclass,bigint,interval}',                             'record',  'volatile',  'unsafe', false),
+    ('complete',            '{regclass,bigint,bigint,jsonb}',                         'boolean', 'volatile',  'unsafe', false),
+    ('try_complete',        '{regclass,bigint,bigint,jsonb}',                         'boolean', 'volatile',  'unsafe', false),
+    ('complete_and_claim',  '{regclass,bigint,bigint,integer,interval,jsonb}',        'setof record', 'volatile', 'unsafe', false),
+    ('complete_many',       '{regclass,bigint[],bigint[],jsonb[]}',                   'setof bigint', 'volatile', 'unsafe', false),
+    ('try_complete_many',   '{regclass,bigint[],bigint[],jsonb[]}',                   'setof bigint', 'volatile', 'unsafe', false),
     ('queue_stats',         '{regclass}',                                             'record',  'stable',    'restricted', false),
     ('queue_activity',      '{}',                                                     'setof record', 'volatile', 'restricted', false),
     ('claim_path',          '{regclass}',                                             'record',  'volatile',  'restricted', false),
@@ -90,6 +106,9 @@ INSERT INTO expected_internal VALUES
     ('notify_queue',        '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('queues_changed',      '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('queue_timeout_local', '{}',                                                     'trigger', 'volatile',  'unsafe', false),
+    ('history_queue',       '{regclass,boolean}',                                     'ck.queues', 'stable', 'safe',  false),
+    ('queue_rates_dropped', '{}',                                                     'trigger', 'volatile',  'unsafe', false),
+    ('queue_rates_distributed', '{}',                                                 'trigger', 'volatile',  'unsafe', false),
     ('session_locks_held',  '{}',                                                     'setof record', 'volatile', 'unsafe', false);
 
 CREATE TEMP VIEW expected_all AS

@@ -63,7 +63,10 @@ QueueRow read_queue_row(Oid relid)
     QueueRow row{};
     // The latest snapshot, not the calling statement's: settings read after an invalidation must
     // include the commit that sent it (a pause, signal/pause.hpp), or they would be cached stale.
-    if (execute_plan(p.plan, values, nullptr, Snap::Latest) == 0)
+    // In parallel mode (a PARALLEL RESTRICTED function in the leader: queue_stats, claim_path)
+    // PostgreSQL takes no new snapshot; no claim runs there (claims are PARALLEL UNSAFE).
+    Snap snap = IsInParallelMode() ? Snap::ReadOnly : Snap::Latest;
+    if (execute_plan(p.plan, values, nullptr, snap) == 0)
         return row;
     bool isnull;
     row.found = true;
