@@ -346,6 +346,18 @@ FUNCS = {
     "volatility_audit": (lambda: opt([], lambda: pick(SCHEMAS, BAD_SCHEMAS)), True, False),
     "lock_audit": (lambda: opt([], lambda: pick(SCHEMAS, BAD_SCHEMAS)), True, False),
     "scan_check": (lambda: [pick(SQLS, BAD_SQLS)], True, False),
+    # Issue 47: pause, rates, history, results and waiting (settings rolled back).
+    "pause_queue": (lambda: opt([queue()], lambda: pick(["NULL"], CONCURRENCY_KEYS, BAD_TEXTS)), False, True),
+    "resume_queue": (lambda: opt([queue()], lambda: pick(["NULL"], CONCURRENCY_KEYS, BAD_TEXTS)), False, True),
+    "set_rate_limit": (lambda: opt([queue(), pick(CONCURRENCY_KEYS + ["NULL"], BAD_TEXTS),
+                                    pick(["1", "5", "NULL"], BAD_INTS)], iv), False, True),
+    "try_rate": (lambda: [pick(CONCURRENCY_KEYS, BAD_TEXTS), pick(INTS, BAD_INTS), iv()], False, False),
+    "rate": (lambda: [pick(CONCURRENCY_KEYS, BAD_TEXTS), pick(INTS, BAD_INTS), iv()], False, False),
+    "set_history": (lambda: opt([queue(), iv()], iv), False, True),
+    "maintain_history": (lambda: [queue()], False, True),
+    "history_counts": (lambda: opt([queue()], lambda: pick(TIMES, BAD_TIMES)), True, False),
+    "job": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS)], False, False),
+    "await_job": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(WAITS)], False, False),   # never the 30 s default
 }
 
 # Whole scenarios with real ids and tokens: claim, then acknowledge in the same statement.

@@ -15,7 +15,8 @@ Then the queue is resumed and drained with bounded waits, and checked:
     'completed' with that effect's result) or dead (one dead letter, one history record 'buried'
     or 'cancelled'); none lost, none twice, no history record of no job, ck.job agrees;
   - no rate-limited key started more than N jobs in any window of its period (the starts that
-    committed, timed by clock_timestamp() in the claim's statement, the clock the limit uses);
+    committed, each between two readings of clock_timestamp(), the clock the limit uses: one
+    before the claim, one in its statement after it);
   - no claim committed while the queue was paused: none timed between the pause's commit (a
     clock_timestamp() read after it) and the resume (one read before it), across crash restarts;
   - no completion was accepted after its attempt's deadline (the effect's clock_timestamp()
@@ -53,7 +54,6 @@ KEYS = list(RATED) + ["u0", "u1", None]
 TIMEOUT_S = 1.0                      # ck.queues.timeout
 LEASE = "3 seconds"                  # capped by the claim at the attempt's deadline
 MAX_ATTEMPTS = 3
-RATE_SLACK_S = 0.05                  # the start's time is read just after the limit's, in the same statement
 DRAIN_BOUND_S = 60
 
 
@@ -102,7 +102,7 @@ def setup(size):
             SELECT ck.set_history('work', '1 day');
             CREATE TABLE enqueued (job_id bigint PRIMARY KEY, key text);
             CREATE TABLE starts (job_id bigint NOT NULL, lease_token bigint NOT NULL, attempts int, key text,
-                                 worker int, at timestamptz NOT NULL, poison text);
+                                 worker int, before timestamptz NOT NULL, at timestamptz NOT NULL, poison text);
             CREATE TABLE effects (job_id bigint NOT NULL, lease_token bigint NOT NULL, worker int, result jsonb,
                                   before_ack timestamptz NOT NULL, timeout_at timestamptz);
         """)
@@ -156,9 +156,11 @@ def work_once(run, i, conn):
     chaos = not run.draining.is_set()
     claim = "ck.claim_wait('work', 2, NULL, '200 ms')" if random.random() < 0.5 else "ck.claim('work', 2)"
     with conn.transaction():
+        # The limit counts each start at a moment between these two readings of the clock.
+        before = one(conn, "SELECT clock_timestamp()")
         jobs = conn.execute(f"INSERT INTO starts SELECT c.id, c.lease_token, c.attempts, c.payload->>'key', %s, "
-                            f"clock_timestamp(), c.payload->>'poison' FROM {claim} AS c "
-                            f"RETURNING job_id, lease_token, poison", (i,)).fetchall()
+                            f"%s, clock_timestamp(), c.payload->>'poison' FROM {claim} AS c "
+                            f"RETURNING job_id, lease_token, poison", (i, before)).fetchall()
         if jobs and chaos and random.random() < 0.1:
             run.add("slow_commits")   # a claim in flight: a pause waits for it
             time.sleep(0.05)
@@ -263,7 +265,7 @@ def worker_pids():
                                         "AND application_name LIKE 'qp_worker_%%'", (DB,)).fetchall()]
 
 
-def chaos(run, server, tap):
+def chaos(run, server):
     """Terminations and crashes spread over the load time."""
     size = run.size
     events = ["kill"] * size["kills"] + ["crash"] * size["crashes"]
@@ -290,11 +292,15 @@ def chaos(run, server, tap):
                 run.error("chaos: the server did not come back within 90 s of the crash")
 
 
-def windows(times, n, period):
-    """The shortest span of n + 1 consecutive starts (None when fewer), and how many spans were shorter than period."""
-    times = sorted(times)
-    spans = [(times[j + n] - times[j]).total_seconds() for j in range(len(times) - n)]
-    return (min(spans) if spans else None), sum(1 for s in spans if s < period - RATE_SLACK_S)
+def windows(starts, n, period):
+    """starts: (before, at) of a key's committed starts, each counted by the limit at a moment between the two;
+    a key's claims count one transaction at a time, so `at` orders them as those moments. For each n + 1
+    consecutive starts, the last's `at` minus the first's `before` bounds the span of their moments from above:
+    returns the smallest such bound (None with n starts or fewer) and how many were under period (n + 1 starts
+    certainly within less than a period)."""
+    starts = sorted(starts, key=lambda s: s[1])
+    spans = [(starts[j + n][1] - starts[j][0]).total_seconds() for j in range(len(starts) - n)]
+    return (min(spans) if spans else None), sum(1 for s in spans if s < period)
 
 
 def check(tap, run, c):
@@ -332,11 +338,11 @@ def check(tap, run, c):
     tap.ok(disagree == 0, f"ck.job agrees with the history for every job ({disagree} disagree)")
 
     for key, n in RATED.items():
-        times = [r[0] for r in c.execute("SELECT at FROM starts WHERE key = %s", (key,)).fetchall()]
+        times = c.execute("SELECT before, at FROM starts WHERE key = %s", (key,)).fetchall()
         shortest, over = windows(times, n, PERIOD_S)
         tap.ok(len(times) > 3 * n and over == 0,
                f"key {key} at {n} per {PERIOD_S:g} s: {len(times)} committed starts, never {n + 1} within a period "
-               f"(shortest span of {n + 1} consecutive starts: {shortest if shortest is None else round(shortest, 3)} s; "
+               f"(shortest bound on the span of {n + 1} consecutive starts: {shortest if shortest is None else round(shortest, 3)} s; "
                f"spans under the period: {over})")
 
     bad = []
@@ -380,7 +386,7 @@ def main(argv):
         for t in threads + side:
             t.start()
         chaos_started = time.monotonic()
-        chaos(run, server, tap)
+        chaos(run, server)
         time.sleep(max(0.0, size["load_s"] - (time.monotonic() - chaos_started)))
         run.stop_chaos.set()
         for t in side:
