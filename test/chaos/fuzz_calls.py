@@ -171,6 +171,12 @@ MAX_PAIRS = ["1", "10", "1000"]
 BAD_MAX_PAIRS = ["NULL", "0", "-1", "2147483647"]
 
 
+def results():
+    """complete_many's results (issue 47): as long as the ids often enough, else not."""
+    return pick(["(SELECT array_agg(jsonb_build_object('n', g)) FROM generate_series(1, 3) AS g)", "'{}'::jsonb[]",
+                 "ARRAY['{}'::jsonb]", "NULL::jsonb[]"], ["NULL", "'{NULL}'::jsonb[]", "ARRAY[1]"])
+
+
 def rel():
     return pick(TABLES, BAD_RELS, QUEUES)
 
@@ -295,12 +301,12 @@ FUNCS = {
     "complete": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)], False, False),
     "complete_and_claim": (lambda: opt([queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)],
                                        lambda: pick(INTS, BAD_INTS), iv), True, False),
-    "complete_many": (lambda: [queue(), pick(ARRAYS, BAD_ARRAYS), pick(ARRAYS, BAD_ARRAYS)], True, False),
+    "complete_many": (lambda: opt([queue(), pick(ARRAYS, BAD_ARRAYS), pick(ARRAYS, BAD_ARRAYS)], results), True, False),
     "fail": (lambda: opt([queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)],
                          lambda: pick(["'boom'"], BAD_TEXTS), iv), False, False),
     "extend_lease": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS), iv()], False, False),
     "try_complete": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)], False, False),
-    "try_complete_many": (lambda: [queue(), pick(ARRAYS, BAD_ARRAYS), pick(ARRAYS, BAD_ARRAYS)], True, False),
+    "try_complete_many": (lambda: opt([queue(), pick(ARRAYS, BAD_ARRAYS), pick(ARRAYS, BAD_ARRAYS)], results), True, False),
     "try_fail": (lambda: opt([queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS)],
                              lambda: pick(["'boom'"], BAD_TEXTS), iv), False, False),
     "try_extend_lease": (lambda: [queue(), pick(BIGINTS, BAD_BIGINTS), pick(TOKENS, BAD_BIGINTS), iv()], False, False),
@@ -395,6 +401,15 @@ SCENARIOS = [
     # a fixed name: made once, then refused as existing (42710), so guards do not pile up
     "SELECT ck.add_overlap_guard('bookings', 'during', '{{room}}', 'fuzz_guard')",
     "SELECT ck.session_lock(7, g, '1 second'), ck.session_lock(7, g), ck.session_unlock(7, g), ck.session_unlock(7, g) FROM generate_series(1, {n}) AS g",
+    # Issue 47: acknowledgements with a result, the history they write (mail's), its counts.
+    "SELECT ck.complete('mail', c.id, c.lease_token, jsonb_build_object('n', c.id)) FROM ck.claim('mail', {n}) AS c",
+    "SELECT * FROM ck.history_counts('mail', now() - {iv})",
+    "SELECT ck.try_complete('jobs', c.id, c.lease_token, {json}) FROM ck.claim('jobs', {n}) AS c",
+    "SELECT * FROM ck.complete_many('jobs', (SELECT array_agg(id) FROM c), (SELECT array_agg(lease_token) FROM c), "
+    "(SELECT array_agg(jsonb_build_object('n', id)) FROM c))",
+    "SELECT * FROM ck.try_complete_many('jobs', (SELECT array_agg(id) FROM c), (SELECT array_agg(lease_token) FROM c), "
+    "(SELECT array_agg(jsonb_build_object('n', id)) FROM c))",
+    "SELECT n.* FROM ck.claim('jobs') AS c, LATERAL ck.complete_and_claim('jobs', c.id, c.lease_token, {n}, NULL, {json}) AS n",
 ]
 
 
@@ -406,7 +421,8 @@ def call_text(name, args):
 def scenario():
     s = rng.choice(SCENARIOS).format(
         n=rng.choice(["1", "2", "5"]), iv=iv(), col=pick(["'q2'", "'q4'", "'q8'", "'qn'", "'qd'"], BAD_NAMES),
-        amount=pick(AMOUNTS, BAD_AMOUNTS), bound=pick(BOUNDS, BAD_BOUNDS), state=pick(STATES, BAD_TEXTS))
+        amount=pick(AMOUNTS, BAD_AMOUNTS), bound=pick(BOUNDS, BAD_BOUNDS), state=pick(STATES, BAD_TEXTS),
+        json=pick(JSONS, BAD_JSONS))
     if "FROM c)" in s:
         s = "WITH c AS (SELECT * FROM ck.claim('jobs', 3)) " + s
     return s

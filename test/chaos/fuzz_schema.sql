@@ -16,6 +16,7 @@ SET ROLE :"role";
 -- Queues: one with jobs in every state (ready, scheduled, leased, expired, dead), one that notifies.
 SELECT ck.create_queue('jobs', lease => '30 seconds', max_attempts => 3);
 SELECT ck.create_queue('mail', lease => '1 second', max_attempts => 1, notify => true);
+SELECT ck.set_history('mail', '1 day');   -- its finished jobs in mail_history (issue 47)
 -- a queue table that lost its registration, as DROP EXTENSION ... CASCADE leaves one: for ck.adopt_queue
 SELECT ck.create_queue('orphan');
 DELETE FROM ck.queues WHERE queue = 'orphan'::regclass;
