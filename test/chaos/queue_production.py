@@ -279,9 +279,13 @@ def chaos(run, server):
             continue
         pid = random.choice(pids)
         if event == "kill":
-            with connect("postgres", "qp_chaos") as c:
-                if one(c, "SELECT pg_terminate_backend(%s)", (pid,)):
-                    run.kills += 1
+            # A backend that ended since it was listed is not terminated: another one is.
+            def terminate(first=[pid]):
+                with connect("postgres", "qp_chaos") as c:
+                    target = first.pop() if first else random.choice(worker_pids() or [0])
+                    return one(c, "SELECT pg_terminate_backend(%s)", (target,))
+            if wait_for(terminate, 10, 0.1):
+                run.kills += 1
         else:
             mark = server.log_size()
             os.kill(pid, signal.SIGKILL)
