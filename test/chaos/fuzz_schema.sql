@@ -15,9 +15,8 @@ SET ROLE :"role";
 
 -- Queues: one with jobs in every state (ready, scheduled, leased, expired, dead), one that notifies.
 SELECT ck.create_queue('jobs', lease => '30 seconds', max_attempts => 3);
-SELECT ck.set_history('jobs', '1 day');   -- its finished jobs kept (1.1.0): the acknowledgements' other statements
+SELECT ck.set_history('jobs', '1 day');   -- jobs keeps a history (1.1.0), mail none: both kinds of acknowledgement
 SELECT ck.create_queue('mail', lease => '1 second', max_attempts => 1, notify => true);
-SELECT ck.set_history('mail', '1 day');   -- its finished jobs in mail_history (issue 47)
 -- a queue table that lost its registration, as DROP EXTENSION ... CASCADE leaves one: for ck.adopt_queue
 SELECT ck.create_queue('orphan');
 DELETE FROM ck.queues WHERE queue = 'orphan'::regclass;
