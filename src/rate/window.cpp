@@ -30,7 +30,8 @@ RateWindowSql rate_window_sql(const std::string &max, const std::string &width)
     // The count of the buckets c - 10 .. c: total - marks[11 - (c - bucket)], none when all left.
     s.room = "r.width" CK_OP("=") + width + " AND COALESCE(r.total" CK_OP("-") "r.marks[11" CK_OP("-") + ahead(now) +
              "], 0)" CK_OP("<") + max;
-    // One reading of the clock for the three columns (a sub-select of the row): moving to bucket
+    // One reading of the clock for the three columns (a sub-select of the row, which PostgreSQL
+    // does not flatten since its target list is volatile): moving to bucket
     // c shifts the marks by c - bucket, the new ones all total (nothing counted in between).
     s.count = "(bucket, marks, total) = (SELECT GREATEST(n.b, r.bucket), CASE WHEN n.b" CK_OP("<=") "r.bucket THEN r.marks"
               " ELSE pg_catalog.array_cat(pg_catalog.array_fill(r.total, ARRAY[" + ahead("n.b") + "]), r.marks[1:11" CK_OP("-") +
