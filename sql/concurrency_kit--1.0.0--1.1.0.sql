@@ -45,15 +45,19 @@ COMMENT ON FUNCTION ck.queue_stats(regclass) IS
 ------------------------------------------------------------------------------------------
 
 -- Rate keys (ck.try_rate, ck.rate): at most n calls counted in any window of length period. A
--- key's row keeps its n latest counted moments, oldest first; a call under the rate updates it in
--- one UPDATE ... WHERE, whose row lock holds until the caller's transaction ends, so only
--- committed calls count and concurrent calls of one key are counted one after the other. Keys are
--- shared names, like advisory-lock namespaces: every role may count calls of every key.
+-- key's row keeps counters of sub-windows of a tenth of the period (the same size whatever n: the
+-- columns width .. marks, src/rate/window.hpp); a call under the rate updates it in one UPDATE ...
+-- WHERE, whose row lock holds until the caller's transaction ends, so only committed calls count
+-- and concurrent calls of one key are counted one after the other. Keys are shared names, like
+-- advisory-lock namespaces: every role may count calls of every key.
 CREATE TABLE ck.rates (
     key    text PRIMARY KEY CHECK (octet_length(key) BETWEEN 1 AND 256),
-    stamps timestamptz[] NOT NULL
+    width  bigint NOT NULL,     -- the buckets' width in microseconds: ceil(period / 10)
+    bucket bigint NOT NULL,     -- the latest bucket counted in (microseconds since 1970 / width)
+    total  bigint NOT NULL,     -- calls ever counted
+    marks  bigint[] NOT NULL    -- marks[k + 1]: calls counted before bucket - k began, k = 0..10
 );
-COMMENT ON TABLE ck.rates IS 'rate keys of ck.try_rate and ck.rate: the latest moments counted per key, oldest first';
+COMMENT ON TABLE ck.rates IS 'rate keys of ck.try_rate and ck.rate: the calls counted per key, in buckets of a tenth of the period';
 GRANT SELECT, INSERT, UPDATE ON ck.rates TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('ck.rates', '');
 
@@ -79,7 +83,7 @@ COMMENT ON FUNCTION ck.rate(text, integer, interval) IS
 CREATE TABLE ck.rate_limits (
     queue           regclass NOT NULL,
     concurrency_key text,
-    max_jobs        integer NOT NULL CHECK (max_jobs BETWEEN 1 AND 10000),
+    max_jobs        integer NOT NULL CHECK (max_jobs >= 1),
     period          interval NOT NULL CHECK (period > '0'),
     CONSTRAINT rate_limits_key UNIQUE NULLS NOT DISTINCT (queue, concurrency_key)
 );
@@ -92,7 +96,7 @@ CREATE POLICY rate_limits_owner ON ck.rate_limits FOR ALL
 GRANT SELECT, INSERT, UPDATE, DELETE ON ck.rate_limits TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('ck.rate_limits', '');
 
--- The starts counted per rate-limited key: its latest claim moments (as ck.rates keeps them) and
+-- The starts counted per rate-limited key: its buckets of starts (as ck.rates keeps them) and
 -- the moment up to which claims have put its jobs over the rate off (booked). A claim locks the
 -- row while it counts and holds it until it ends. Whoever may claim from a queue (UPDATE) may
 -- read and write its keys' rows.
@@ -100,11 +104,14 @@ CREATE TABLE ck.rate_starts (
     queue           regclass NOT NULL,
     keyed           boolean NOT NULL,   -- false: the jobs without a key (concurrency_key '')
     concurrency_key text NOT NULL,
-    stamps          timestamptz[] NOT NULL,
+    width           bigint NOT NULL,
+    bucket          bigint NOT NULL,
+    total           bigint NOT NULL,
+    marks           bigint[] NOT NULL,
     booked          timestamptz,
     PRIMARY KEY (queue, keyed, concurrency_key)
 );
-COMMENT ON TABLE ck.rate_starts IS 'claims counted per queue and rate-limited concurrency key: the latest moments, oldest first, and how far jobs over the rate were put off';
+COMMENT ON TABLE ck.rate_starts IS 'claims counted per queue and rate-limited concurrency key, in buckets of a tenth of the period (as ck.rates), and how far jobs over the rate were put off';
 ALTER TABLE ck.rate_starts ENABLE ROW LEVEL SECURITY;
 CREATE POLICY rate_starts_claimer ON ck.rate_starts FOR ALL
     USING (pg_catalog.has_table_privilege(queue, 'UPDATE'))
@@ -125,9 +132,9 @@ BEGIN
         RAISE EXCEPTION 'relation with OID % does not exist', queue::pg_catalog.oid USING ERRCODE = 'undefined_table';
     END IF;
     queue_name := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, queue, 0)).identity;
-    IF max_jobs IS NOT NULL AND (max_jobs OPERATOR(pg_catalog.<) 1 OR max_jobs OPERATOR(pg_catalog.>) 10000) THEN
-        RAISE EXCEPTION 'max_jobs must be between 1 and 10000, got %', max_jobs USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'NULL removes the limit; for a higher rate, count over a shorter period.';
+    IF max_jobs IS NOT NULL AND max_jobs OPERATOR(pg_catalog.<) 1 THEN
+        RAISE EXCEPTION 'max_jobs must be at least 1, got %', max_jobs USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'NULL removes the limit.';
     END IF;
     IF max_jobs IS NOT NULL AND period IS NULL THEN
         RAISE EXCEPTION 'period must not be NULL' USING ERRCODE = 'null_value_not_allowed';

@@ -2,57 +2,59 @@
 #include "rate/take.hpp"
 #include "base/boundary.hpp"
 #include "base/plan_cache.hpp"
+#include "base/qualify.hpp"
 #include "base/spi.hpp"
+#include "rate/window.hpp"
 
 extern "C" {
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 }
 
+#include <string>
+
 namespace ck {
 
 namespace {
 
-// The statements of this file (plan_cache.hpp); each takes ($1 key, $2 n, $3 period).
+// The statements of this file (plan_cache.hpp); each takes ($1 key, $2 n, $3 width).
 enum class Statement : uint8_t {
-    Take,     // counts a call of a known key if it is under its rate
-    Insert,   // a key's first call
-    Next,     // when the next call would be counted
+    Take,      // counts a call of a known key if it is under its rate
+    Insert,    // a key's first call
+    Rescale,   // a key's counts moved to another period's buckets
+    Next,      // when the next call would be counted
 };
 
-// A key's row holds its latest counted moments, oldest first, at most n. A call is under the
-// rate when fewer than n are kept or the n-th latest left the window (now - period, now]; it
-// then keeps the n - 1 latest and appends now. The moment is read after the row is locked
-// (clock_timestamp in the UPDATE, evaluated again on the row's latest version when a
-// concurrent update committed first), so the moments stay in commit order.
-const char *const take_sql =
-    "UPDATE ck.rates AS r"
-    " SET stamps = pg_catalog.array_append(r.stamps[GREATEST(pg_catalog.cardinality(r.stamps)"
-    " OPERATOR(pg_catalog.-) $2 OPERATOR(pg_catalog.+) 2, 1):], pg_catalog.clock_timestamp())"
-    " WHERE r.key OPERATOR(pg_catalog.=) $1"
-    " AND (pg_catalog.cardinality(r.stamps) OPERATOR(pg_catalog.<) $2"
-    " OR r.stamps[pg_catalog.cardinality(r.stamps) OPERATOR(pg_catalog.-) $2 OPERATOR(pg_catalog.+) 1]"
-    " OPERATOR(pg_catalog.<=) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) $3))";
-
-const char *const insert_sql =
-    "INSERT INTO ck.rates (key, stamps) VALUES ($1, ARRAY[pg_catalog.clock_timestamp()])"
-    " ON CONFLICT (key) DO NOTHING";
-
-const char *const next_sql =
-    "SELECT r.stamps[pg_catalog.cardinality(r.stamps) OPERATOR(pg_catalog.-) $2 OPERATOR(pg_catalog.+) 1]"
-    " OPERATOR(pg_catalog.+) $3 FROM ck.rates AS r WHERE r.key OPERATOR(pg_catalog.=) $1";
+// A key's row holds its rate window (rate/window.hpp); a call under the rate counts in it with
+// one UPDATE ... WHERE <room>, whose row lock holds until the caller's transaction ends.
+std::string sql_of(Statement kind)
+{
+    RateWindowSql w = rate_window_sql("$2", "$3");
+    const std::string key = " WHERE r.key" CK_OP("=") "$1";
+    switch (kind) {
+    case Statement::Take:
+        return "UPDATE ck.rates AS r SET " + w.count + key + " AND " + w.room;
+    case Statement::Insert:
+        return "INSERT INTO ck.rates (key, " + w.columns + ") VALUES ($1, " + w.values + ") ON CONFLICT (key) DO NOTHING";
+    case Statement::Rescale:
+        return "UPDATE ck.rates AS r SET " + w.rescale + key + " AND " + w.other;
+    case Statement::Next:
+        return "SELECT " + w.next + " FROM ck.rates AS r" + key;
+    }
+    return "";
+}
 
 uint64 run(Statement kind, text *key, int32 n, Interval *period, Snap snap)
 {
     PlanKey plan_key(kind, InvalidOid, InvalidOid, "", nullptr);
     const Prepared &p = prepare_once(plan_key, [&] {
         Prepared built;
-        Oid types[3] = {TEXTOID, INT4OID, INTERVALOID};
-        const char *sql = kind == Statement::Take ? take_sql : kind == Statement::Insert ? insert_sql : next_sql;
-        built.plan = pg_call([&] { return prepare_kept(sql, 3, types); });
+        Oid types[3] = {TEXTOID, INT4OID, INT8OID};
+        std::string sql = sql_of(kind);
+        built.plan = pg_call([&] { return prepare_kept(sql.c_str(), 3, types); });
         return built;
     });
-    Datum values[3] = {PointerGetDatum(key), Int32GetDatum(n), IntervalPGetDatum(period)};
+    Datum values[3] = {PointerGetDatum(key), Int32GetDatum(n), Int64GetDatum(rate_width(period))};
     return execute_plan(p.plan, values, nullptr, snap);
 }
 
@@ -62,10 +64,8 @@ void check(text *key, int32 n)
     if (bytes == 0 || bytes > rate_key_max_bytes)
         throw Error(ERRCODE_INVALID_PARAMETER_VALUE,
                     fmt("a rate key must have 1 to %zu bytes, got %zu", rate_key_max_bytes, bytes));
-    if (n < 1 || n > rate_max_n)
-        throw Error(ERRCODE_INVALID_PARAMETER_VALUE, fmt("n must be between 1 and %d, got %d", rate_max_n, n),
-                    "The key's row keeps its n latest counted calls.",
-                    "For a higher rate, count over a shorter period: 100 per second rather than 360000 per hour.");
+    if (n < 1)
+        throw Error(ERRCODE_INVALID_PARAMETER_VALUE, fmt("n must be at least 1, got %d", n));
 }
 
 } // namespace
@@ -77,12 +77,16 @@ bool rate_take(text *key, int32 n, Interval *period)
     // A fresh snapshot under READ COMMITTED, as the hand-written statement would take. A key's
     // first call inserts its row; a concurrent first call makes the insert wait for it and then
     // do nothing, and the row it committed is counted against with the latest snapshot (under
-    // REPEATABLE READ too: it is bookkeeping, as a lock namespace's registration).
+    // REPEATABLE READ too: it is bookkeeping, as a lock namespace's registration), once its counts
+    // are in this period's buckets (a row last counted with another period).
     bool taken;
     try {
         taken = run(Statement::Take, key, n, period, Snap::Fresh) == 1 ||
-                run(Statement::Insert, key, n, period, Snap::Fresh) == 1 ||
-                run(Statement::Take, key, n, period, Snap::Latest) == 1;
+                run(Statement::Insert, key, n, period, Snap::Fresh) == 1;
+        if (!taken) {
+            run(Statement::Rescale, key, n, period, Snap::Latest);
+            taken = run(Statement::Take, key, n, period, Snap::Latest) == 1;
+        }
     } catch (const PgError &e) {
         ErrorData *edata = e.data();
         if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)

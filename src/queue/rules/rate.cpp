@@ -30,8 +30,8 @@ uint64 run(QueueStatement kind, Oid queue, const Claimed &job, Snap snap, Timest
 {
     const QueuePlan &p = queue_statement(kind, queue);
     Datum key = pg_call([&] { return PointerGetDatum(cstring_to_text_with_len(job.key.data(), static_cast<int>(job.key.size()))); });
-    Datum values[5] = {ObjectIdGetDatum(queue), BoolGetDatum(job.keyed), key, Int32GetDatum(job.limit->max_jobs),
-                       IntervalPGetDatum(&job.limit->period)};
+    Datum values[6] = {ObjectIdGetDatum(queue), BoolGetDatum(job.keyed), key, Int32GetDatum(job.limit->max_jobs),
+                       IntervalPGetDatum(&job.limit->period), Int64GetDatum(job.limit->width)};
     uint64 n = queue_execute(p, queue, values, nullptr, snap);
     if (returned != nullptr && n == 1) {
         bool isnull;
@@ -48,12 +48,15 @@ uint64 run(QueueStatement kind, Oid queue, const Claimed &job, Snap snap, Timest
 
 // Counts the start of job against its key's rate: true when it is within it. A key's first
 // start makes its row; a concurrent first start waits for that insert, then counts against the
-// committed row with the latest snapshot (as ck.try_rate does).
+// committed row with the latest snapshot, its counts moved to the limit's buckets if the period
+// changed (as ck.try_rate does).
 bool take(Oid queue, const Claimed &job)
 {
-    return run(QueueStatement::RateTake, queue, job, Snap::Fresh) == 1 ||
-           run(QueueStatement::RateCreate, queue, job, Snap::Fresh) == 1 ||
-           run(QueueStatement::RateTake, queue, job, Snap::Latest) == 1;
+    if (run(QueueStatement::RateTake, queue, job, Snap::Fresh) == 1 ||
+        run(QueueStatement::RateCreate, queue, job, Snap::Fresh) == 1)
+        return true;
+    run(QueueStatement::RateRescale, queue, job, Snap::Latest);
+    return run(QueueStatement::RateTake, queue, job, Snap::Latest) == 1;
 }
 
 // Gives the job back unclaimed at the next moment its key has room; if this transaction aborts

@@ -2,6 +2,7 @@
 #include "queue/store/rate_limits.hpp"
 #include "base/plan_cache.hpp"
 #include "base/spi.hpp"
+#include "rate/window.hpp"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -45,7 +46,8 @@ RateLimits read_rate_limits(Oid queue)
     for (uint64 i = 0; i < n; i++) {
         bool key_null, isnull;
         Datum k = result_datum(i, 1, &key_null);
-        RateLimit limit{DatumGetInt32(result_datum(i, 2, &isnull)), *DatumGetIntervalP(result_datum(i, 3, &isnull))};
+        RateLimit limit{DatumGetInt32(result_datum(i, 2, &isnull)), *DatumGetIntervalP(result_datum(i, 3, &isnull)), 0};
+        limit.width = rate_width(&limit.period);
         if (key_null) {
             limits.has_default = true;
             limits.fallback = limit;

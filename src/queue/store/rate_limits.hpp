@@ -12,6 +12,7 @@ namespace ck {
 struct RateLimit {
     int32 max_jobs;
     Interval period;
+    int64 width;   // the bucket width of period (rate/window.hpp)
 };
 
 struct RateLimits {

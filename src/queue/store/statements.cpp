@@ -7,6 +7,7 @@
 #include "base/relation.hpp"
 #include "base/shared_memory.hpp"
 #include "base/spi.hpp"
+#include "rate/window.hpp"
 
 extern "C" {
 #include "access/table.h"
@@ -538,28 +539,27 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         return {"UPDATE ck.queues SET paused_at = NULL WHERE queue" EQ "$1 AND paused_at IS NOT NULL RETURNING true",
                 {REGCLASSOID}, 1, 0};
     // Rate limits (rules/rate.cpp): $1 queue, $2 keyed, $3 key ('' when not keyed), $4 max_jobs,
-    // $5 period. A start counts when fewer than $4 are kept or the $4-th latest left the window;
-    // the moment is read once the row is locked, as ck.try_rate does (rate/take.cpp).
+    // $5 period, $6 its bucket width. A key's row holds its rate window, counted as ck.try_rate
+    // counts (rate/window.hpp: the same statements on ck.rate_starts).
     case QueueStatement::RateTake:
-        return {"UPDATE ck.rate_starts AS r SET stamps = pg_catalog.array_append(r.stamps[GREATEST(pg_catalog.cardinality(r.stamps)"
-                CK_OP("-") "$4" CK_OP("+") "2, 1):], pg_catalog.clock_timestamp())"
-                " WHERE r.queue" EQ "$1 AND r.keyed" EQ "$2 AND r.concurrency_key" EQ "$3"
-                " AND (pg_catalog.cardinality(r.stamps)" CK_OP("<") "$4 OR r.stamps[pg_catalog.cardinality(r.stamps)" CK_OP("-")
-                "$4" CK_OP("+") "1]" CK_OP("<=") "(pg_catalog.clock_timestamp()" CK_OP("-") "$5))",
-                {REGCLASSOID, BOOLOID, TEXTOID, INT4OID, INTERVALOID}, 5, 0};
     case QueueStatement::RateCreate:
-        return {"INSERT INTO ck.rate_starts (queue, keyed, concurrency_key, stamps)"
-                " VALUES ($1, $2, $3, ARRAY[pg_catalog.clock_timestamp()]) ON CONFLICT DO NOTHING",
-                {REGCLASSOID, BOOLOID, TEXTOID}, 3, 0};
-    // The next free moment: when the $4-th latest start leaves the window, or the end of what
-    // earlier put-off jobs booked, whichever is later; the key's jobs put off one after another
-    // are spaced period / max_jobs apart, so that they come due at the rate, not all at once.
-    case QueueStatement::RatePutOff: {
+    case QueueStatement::RatePutOff:
+    case QueueStatement::RateRescale: {
+        RateWindowSql w = rate_window_sql("$4", "$6");
+        const std::string key = " WHERE r.queue" EQ "$1 AND r.keyed" EQ "$2 AND r.concurrency_key" EQ "$3";
+        // The key's next free moment: when enough of its buckets left the window, or the end of
+        // what earlier put-off jobs booked, whichever is later; the key's jobs put off one after
+        // another are spaced period / max_jobs apart, so that they come due at the rate, not all at once.
         const std::string step = "($5" CK_OP("/") "$4::pg_catalog.float8)";
-        return {"UPDATE ck.rate_starts AS r SET booked = GREATEST(r.stamps[pg_catalog.cardinality(r.stamps)" CK_OP("-") "$4"
-                CK_OP("+") "1]" CK_OP("+") "$5, r.booked, pg_catalog.clock_timestamp())" CK_OP("+") + step +
-                " WHERE r.queue" EQ "$1 AND r.keyed" EQ "$2 AND r.concurrency_key" EQ "$3 RETURNING r.booked" CK_OP("-") + step,
-                {REGCLASSOID, BOOLOID, TEXTOID, INT4OID, INTERVALOID}, 5, 0};
+        std::string sql =
+            kind == QueueStatement::RateTake ? "UPDATE ck.rate_starts AS r SET " + w.count + key + " AND " + w.room :
+            kind == QueueStatement::RateCreate ?
+                "INSERT INTO ck.rate_starts (queue, keyed, concurrency_key, " + w.columns + ") VALUES ($1, $2, $3, " + w.values +
+                    ") ON CONFLICT DO NOTHING" :
+            kind == QueueStatement::RateRescale ? "UPDATE ck.rate_starts AS r SET " + w.rescale + key + " AND " + w.other :
+                "UPDATE ck.rate_starts AS r SET booked = GREATEST(" + w.next + ", r.booked, pg_catalog.clock_timestamp())" CK_OP("+") +
+                    step + key + " RETURNING r.booked" CK_OP("-") + step;
+        return {sql, {REGCLASSOID, BOOLOID, TEXTOID, INT4OID, INTERVALOID, INT8OID}, 6, 0};
     }
     // The claim of job $1 undone but for its place: ready at $2, its attempt not counted.
     case QueueStatement::RateDefer:

@@ -77,6 +77,7 @@ enum class QueueStatement : uint8_t {
     RateCreate,      // the row of a rate-limited key seen for the first time, with that start
     RatePutOff,      // when a job over its key's rate may start: the next free moment, booked
     RateDefer,       // a job claimed over its key's rate: back in the queue at that moment, unclaimed
+    RateRescale,     // a key's counts moved to its limit's bucket width (the period changed)
 };
 
 // A queue statement's plan and the queue's settings from ck.queues.
