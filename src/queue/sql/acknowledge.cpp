@@ -267,8 +267,7 @@ static Datum fail(FunctionCallInfo fcinfo, bool raise)
             ck::count_at_commit(a.queue, Activity::Retried);
             outcome = "retry";
         }
-        // Copied out of the SPI connection's memory, which spi_finish frees before the caller reads it.
-        return ck::pg_call([&] { return SPI_datumTransfer(PointerGetDatum(cstring_to_text(outcome)), false, -1); });
+        PG_RETURN_TEXT_P(cstring_to_text(outcome));
     });
 }
 

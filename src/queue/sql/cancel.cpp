@@ -37,7 +37,6 @@ CK_FUNCTION(ck_cancel)
             bool isnull;
             outcome = DatumGetBool(ck::result_datum(0, 1, &isnull)) ? "cancelling" : "cancelled";
         }
-        // Copied out of the SPI connection's memory, which spi_finish frees before the caller reads it.
-        return ck::pg_call([&] { return SPI_datumTransfer(PointerGetDatum(cstring_to_text(outcome)), false, -1); });
+        PG_RETURN_TEXT_P(cstring_to_text(outcome));
     });
 }

@@ -49,4 +49,25 @@ Error lease_lost(const Prepared &p, Datum id, Datum token, const char *try_form)
                  hint);
 }
 
+Datum result_out_of_spi(FunctionCallInfo fcinfo, Datum result)
+{
+    if (fcinfo->isnull || fcinfo->flinfo->fn_retset)
+        return result;
+    // The result type's length and passing, looked up once per call site (fn_extra, as fmgr
+    // lets a function keep what it learns about itself).
+    struct ResultType {
+        int16 len;
+        bool byval;
+    };
+    return pg_call([&] {
+        auto *type = static_cast<ResultType *>(fcinfo->flinfo->fn_extra);
+        if (type == nullptr) {
+            type = static_cast<ResultType *>(MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(ResultType)));
+            get_typlenbyval(get_func_rettype(fcinfo->flinfo->fn_oid), &type->len, &type->byval);
+            fcinfo->flinfo->fn_extra = type;
+        }
+        return type->byval ? result : SPI_datumTransfer(result, false, type->len);
+    });
+}
+
 } // namespace ck

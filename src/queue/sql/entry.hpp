@@ -28,6 +28,11 @@ const Interval *unique_for_arg(FunctionCallInfo fcinfo, int argno, int key_argno
 // complete_and_claim, whose point is the raise).
 Error lease_lost(const Prepared &p, Datum id, Datum token, const char *try_form);
 
+// A function's result made inside its SPI connection, copied out of the connection's memory
+// (which spi_finish frees) when it is passed by reference: a text, a record. A set goes out
+// through its tuplestore, a NULL has nothing to copy.
+Datum result_out_of_spi(FunctionCallInfo fcinfo, Datum result);
+
 // Runs a queue function inside its own SPI connection: on a distributed queue by route on its
 // shards, else local(), which returns the function's result. Every queue function that a
 // distributed queue takes goes through here.
@@ -36,7 +41,7 @@ Datum on_queue(FunctionCallInfo fcinfo, Oid queue, const Route &route, Local &&l
 {
     spi_connect();
     const Distribution *d = queue_distribution(queue);
-    Datum result = d != nullptr ? distributed_call(fcinfo, *d, route) : local();
+    Datum result = result_out_of_spi(fcinfo, d != nullptr ? distributed_call(fcinfo, *d, route) : local());
     spi_finish();
     return result;
 }
