@@ -185,12 +185,12 @@ void lower_to_heads(Oid queue, const FrontierView &view, int after, TimestampTz 
 // Buries expired jobs on their last attempt (they are skipped by the claim, so they would
 // otherwise linger), from the burial's frontier. Each buried job comes back if this
 // transaction aborts.
-void bury(Oid queue, const FrontierView &view, TimestampTz moment, ck::Snap snap, Snapshot snapshot)
+void bury(Oid queue, bool timed, const FrontierView &view, TimestampTz moment, ck::Snap snap, Snapshot snapshot)
 {
-    // Attempts that reached their timeout first: those on their last attempt are buried as
-    // 'timeout', not as expired leases; while some may be left, no burial passes them.
-    const ck::QueuePlan &claim = ck::queue_statement(QueueStatement::Claim, queue);
-    if (claim.timed && ck::time_out(queue, view, moment, snap, snapshot))
+    // Attempts that reached their timeout first (timed: the queue has one): those on their last
+    // attempt are buried as 'timeout', not as expired leases; while some may be left, no burial
+    // passes them.
+    if (timed && ck::time_out(queue, view, moment, snap, snapshot))
         return;
     const ck::QueuePlan &bury = ck::queue_statement(QueueStatement::Bury, queue);
     Datum args[3] = {Int32GetDatum(bury.max_attempts), TimestampTzGetDatum(moment), TimestampTzGetDatum(view.bury_from)};
@@ -275,6 +275,12 @@ uint64 claim_round(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Retur
     if (view.mode == ck::ClaimMode::Frontier && view.npriorities == 0 && !ck::may_claim(queue))
         view.mode = ck::ClaimMode::Full;
 
+    // Runs the claim statement p: *scanned is what it took; a rate-limited queue gives back the
+    // jobs over their key's rate, and keeps the rest.
+    auto run = [&](const ck::QueuePlan &p, Datum *values) {
+        *scanned = ck::queue_execute(p, queue, values, nulls, snap, snapshot);
+        return claim.rates.any() ? ck::rate_filter(queue, claim, held) : *scanned;
+    };
     uint64 n = 0;
     const ck::QueuePlan *used = &claim;
     if (view.mode == ck::ClaimMode::Frontier && view.npriorities > 0) {
@@ -288,10 +294,7 @@ uint64 claim_round(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Retur
                            TimestampTzGetDatum(view.start[0].run_at), Int64GetDatum(view.start[0].id), deadline};
         if (!one)
             frontier_arrays(view, &values[4]);
-        n = ck::queue_execute(from, queue, values, nulls, snap, snapshot);
-        *scanned = n;
-        if (claim.rates.any())
-            n = ck::rate_filter(queue, claim, held);
+        n = run(from, values);
         // A claim_wait looks many times in one call: nothing of a look is kept.
         if (!one)
             ck::pg_call([&] {
@@ -314,10 +317,7 @@ uint64 claim_round(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Retur
         Datum values[8] = {Int32GetDatum(batch), IntervalPGetDatum(&effective), Int32GetDatum(claim.max_attempts),
                            TimestampTzGetDatum(moment), 0, 0, 0, deadline};
         nulls[4] = nulls[5] = nulls[6] = 'n';   // the arrays of the claims from frontiers
-        n = ck::queue_execute(claim, queue, values, nulls, snap, snapshot);
-        *scanned = n;
-        if (claim.rates.any())
-            n = ck::rate_filter(queue, claim, held);
+        n = run(claim, values);
         Reached reached = take_claimed(queue, out, view, snapshot);
         // A short batch read every claimable job: nothing passed is left behind.
         if (view.mode == ck::ClaimMode::Check && *scanned == static_cast<uint64>(batch))
@@ -328,7 +328,7 @@ uint64 claim_round(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Retur
         claims_since_burial = 0;
         replan_if_grown(queue, *used);
         if (ck::may_bury(queue, claim.dead_letters))
-            bury(queue, view, moment, snap, snapshot);
+            bury(queue, claim.timed, view, moment, snap, snapshot);
     }
     if (snapshot != nullptr)
         ck::pg_call([&] { UnregisterSnapshot(snapshot); });
