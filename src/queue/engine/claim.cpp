@@ -362,7 +362,7 @@ void claim_wait(Oid queue, int32 batch, Interval *lease, TimestampTz deadline, R
     // The slots of jobs a look buries are handed on at the end: no key's slot row is held while
     // the call sleeps or claims again (see ck.complete_and_claim).
     DeferredDepartures departures;
-    wait_for_jobs(queue, deadline, true,
+    wait_for_jobs(queue, WakeOn::Ready, deadline, true,
                   [&] {
                       // Each look needs a new snapshot to see jobs committed while we wait.
                       uint64 claimed = claim_once(queue, batch, lease, Snap::Fresh, out);

@@ -299,7 +299,7 @@ Datum distributed_claim_wait(FunctionCallInfo fcinfo, const Distribution &d, int
 {
     Oid queue = PG_GETARG_OID(0);
     // d stays in use across the naps: no sweep (it could free d).
-    wait_for_jobs(queue, deadline, false, [&] { return claim_round(d, queue, batch, lease, out) > 0; },
+    wait_for_jobs(queue, WakeOn::Ready, deadline, false, [&] { return claim_round(d, queue, batch, lease, out) > 0; },
                   [](TimestampTz now) { return now + USECS_PER_SEC; });
     return (Datum) 0;
 }

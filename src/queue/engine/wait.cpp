@@ -1,5 +1,5 @@
-// claim_wait's loop (wait.hpp). The waiter prepares to sleep before each look, so a commit that
-// comes between the look and the sleep still wakes it.
+// The queue's wait loop (wait.hpp). The waiter prepares to sleep before each look, so a commit
+// that comes between the look and the sleep still wakes it.
 #include "base/boundary.hpp"
 #include "base/plan_cache.hpp"
 #include "queue/engine/wait.hpp"
@@ -13,13 +13,18 @@ extern "C" {
 
 namespace ck {
 
-void wait_for_jobs(Oid queue, TimestampTz deadline, bool sweep, const std::function<bool()> &look,
+void wait_for_jobs(Oid queue, WakeOn on, TimestampTz deadline, bool sweep, const std::function<bool()> &look,
                    const std::function<TimestampTz(TimestampTz)> &due)
 {
-    bool on_commit = pg_call([] { return queue_wakeup_active(); });
     long poll_ms = 10;
     for (;;) {
-        pg_call([&] { queue_wait_prepare(queue); });
+        // Whether a commit wakes us (false without the shared state: poll).
+        bool on_commit = pg_call([&] {
+            if (on == WakeOn::Finished)
+                return queue_await_prepare(queue);
+            queue_wait_prepare(queue);
+            return queue_wakeup_active();
+        });
         if (look())
             break;
         TimestampTz now = GetCurrentTimestamp();

@@ -11,10 +11,7 @@
 
 extern "C" {
 #include "access/xact.h"
-#include "utils/timestamp.h"
 }
-
-#include <algorithm>
 
 CK_FUNCTION(ck_claim)
 {
@@ -44,14 +41,11 @@ CK_FUNCTION(ck_claim_wait)
     ck::Route route{ck::Route::Kind::ClaimWait};
     route.batch = ck::batch_arg(fcinfo, 1);
     route.lease = ck::lease_arg(fcinfo, 2);
-    Interval *max_wait = ck::interval_arg(fcinfo, 3, "max_wait", true);
+    TimestampTz deadline = ck::wait_deadline(fcinfo, 3);
     if (IsolationUsesXactSnapshot())
         throw ck::Error(ERRCODE_ACTIVE_SQL_TRANSACTION, "ck.claim_wait needs READ COMMITTED",
                         "Under REPEATABLE READ or SERIALIZABLE one snapshot would never see new jobs.");
-    // A wait longer than a century, or 'infinity', is a wait without end (until statement_timeout
-    // or a cancel).
-    double wait_us = std::min(ck::interval_usecs(max_wait), 100.0 * 365 * USECS_PER_DAY);
-    route.deadline = GetCurrentTimestamp() + static_cast<int64>(wait_us);
+    route.deadline = deadline;
     route.out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     return ck::on_queue(fcinfo, queue, route, [&] {
         ck::claim_wait(queue, route.batch, route.lease, route.deadline, route.out);

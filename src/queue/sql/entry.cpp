@@ -4,6 +4,12 @@
 #include "queue/sql/entry.hpp"
 #include "queue/store/statements.hpp"
 
+extern "C" {
+#include "utils/timestamp.h"
+}
+
+#include <algorithm>
+
 namespace ck {
 
 int32 batch_arg(FunctionCallInfo fcinfo, int argno)
@@ -47,6 +53,13 @@ Error lease_lost(const Prepared &p, Datum id, Datum token, const char *try_form)
                  fmt("Lease token " INT64_FORMAT " is no longer current: the lease expired and the job was "
                      "claimed again, or the job was finished or cancelled.", DatumGetInt64(token)),
                  hint);
+}
+
+TimestampTz wait_deadline(FunctionCallInfo fcinfo, int argno)
+{
+    Interval *max_wait = interval_arg(fcinfo, argno, "max_wait", true);
+    double wait_us = std::min(interval_usecs(max_wait), 100.0 * 365 * USECS_PER_DAY);
+    return GetCurrentTimestamp() + static_cast<int64>(wait_us);
 }
 
 Datum result_out_of_spi(FunctionCallInfo fcinfo, Datum result)

@@ -20,6 +20,10 @@ struct Ack {
 };
 Ack ack_args(FunctionCallInfo fcinfo);
 
+// When a wait of max_wait (argument argno: not NULL, not negative) from now ends; a wait longer
+// than a century, or 'infinity', lasts until statement_timeout or a cancel.
+TimestampTz wait_deadline(FunctionCallInfo fcinfo, int argno);
+
 // The unique_for argument argno: NULL (nullptr), or positive and finite, and only with a key.
 const Interval *unique_for_arg(FunctionCallInfo fcinfo, int argno, int key_argno);
 

@@ -5,7 +5,7 @@
 // (signal/wakeup.hpp): it counts itself among the queue's awaiters before each look, so such a
 // commit either comes before the look (which sees it) or wakes it.
 #include "base/args.hpp"
-#include "base/plan_cache.hpp"
+#include "queue/engine/wait.hpp"
 #include "queue/signal/wakeup.hpp"
 #include "queue/sql/entry.hpp"
 #include "queue/store/statements.hpp"
@@ -19,7 +19,6 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include <algorithm>
 #include <cstring>
 
 namespace {
@@ -40,13 +39,12 @@ void find_job(Oid queue, Datum id, ck::Snap snap)
 }
 
 // Whether the state found is final: the job has left the queue.
-bool finished(bool *in_queue)
+bool finished()
 {
     return ck::pg_call([&] {
         bool isnull;
         char *state = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-        *in_queue = strcmp(state, "waiting") == 0 || strcmp(state, "running") == 0;
-        return !*in_queue;
+        return strcmp(state, "waiting") != 0 && strcmp(state, "running") != 0;
     });
 }
 
@@ -81,13 +79,10 @@ CK_FUNCTION(ck_await_job)
     ck::require_arg(fcinfo, 2, "max_wait");
     Oid queue = PG_GETARG_OID(0);
     Datum id = PG_GETARG_DATUM(1);
-    Interval *max_wait = ck::interval_arg(fcinfo, 2, "max_wait", true);
+    TimestampTz deadline = ck::wait_deadline(fcinfo, 2);
     if (IsolationUsesXactSnapshot())
         throw ck::Error(ERRCODE_ACTIVE_SQL_TRANSACTION, "ck.await_job needs READ COMMITTED",
                         "Under REPEATABLE READ or SERIALIZABLE one snapshot would never see the job finish.");
-    // As claim_wait: a wait longer than a century, or 'infinity', lasts until statement_timeout.
-    double wait_us = std::min(ck::interval_usecs(max_wait), 100.0 * 365 * USECS_PER_DAY);
-    TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(wait_us);
     ck::spi_connect();
     if (ck::queue_distribution(queue) != nullptr)
         throw ck::Error(ERRCODE_FEATURE_NOT_SUPPORTED, "ck.await_job does not wait on a distributed queue",
@@ -96,25 +91,14 @@ CK_FUNCTION(ck_await_job)
     Datum result;
     {
         Awaiting awaiting;
-        long poll_ms = 10;
-        for (;;) {
-            // Counted and prepared to sleep before the look: a commit after it wakes us.
-            bool on_commit = ck::pg_call([&] { return ck::queue_await_prepare(queue); });
-            find_job(queue, id, ck::Snap::Fresh);
-            bool in_queue;
-            TimestampTz now = GetCurrentTimestamp();
-            if (finished(&in_queue) || now >= deadline)
-                break;
-            // At most a minute per nap; without the shared state, short looks from 10 to 200 ms.
-            long nap_ms = static_cast<long>(std::min<TimestampTz>((deadline - now + 999) / 1000, 60000));
-            if (!on_commit) {
-                nap_ms = std::min(nap_ms, poll_ms);
-                poll_ms = std::min(poll_ms * 2, 200L);
-            }
-            if (ck::outermost_call())
-                ck::plan_cache_sweep();   // no plan is held across the nap
-            ck::pg_call([&] { ck::queue_wait_sleep(std::max(nap_ms, 1L)); });
-        }
+        // Counted and prepared to sleep before each look: a commit after it wakes us. No plan is
+        // held across a nap (sweep); nothing comes due by itself.
+        ck::wait_for_jobs(queue, ck::WakeOn::Finished, deadline, true,
+                          [&] {
+                              find_job(queue, id, ck::Snap::Fresh);
+                              return finished();
+                          },
+                          [](TimestampTz) { return DT_NOEND; });
         result = ck::pg_call([&] {
             TupleDesc desc;
             if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
