@@ -28,56 +28,10 @@ case $mode in
         exit 2
         ;;
 esac
-if [[ -z ${PGHOST:-} || -z ${PGPORT:-} ]]; then
-    echo "$0: set PGHOST and PGPORT for the throwaway cluster: eval \"\$(bash test/cluster.sh env)\"" >&2
-    exit 2
-fi
+# shellcheck source=test/chaos/python_tap.sh
+source "$here/python_tap.sh"
 
-# Debian's python3-psycopg is for /usr/bin/python3; another python3 first in PATH may lack it.
-python=
-for candidate in /usr/bin/python3 python3; do
-    if command -v "$candidate" >/dev/null && "$candidate" -c 'import psycopg' 2>/dev/null; then
-        python=$candidate
-        break
-    fi
-done
-if [[ -z $python ]]; then
-    echo "not ok 1 - python3 with psycopg 3 is available (apt-get install python3-psycopg)"
-    echo "1..1"
-    exit 1
-fi
-
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-
-# Lines that are not TAP (a traceback on stderr) become comments, so that TAP consumers see them.
-set +e
-timeout -k 10 "$limit" "$python" -B -u "$here/faults.py" "$@" 2>&1 |
-    sed -u -E '/^(ok [0-9]|not ok [0-9]|1\.\.[0-9]|#)/!s/^/# /' | tee "$out"
-status=${PIPESTATUS[0]}
-set -e
-
-# The server must be up at the end, whatever happened: start it if a crash was left half done.
-data=${CK_SERVER_LOG:+$(dirname "$CK_SERVER_LOG")}
-data=${data:-/tmp/concurrency_kit-$PGPORT/data}
-pg_ctl=pg_ctl
-[[ -z ${PG_CONFIG:-} ]] || pg_ctl=$("$PG_CONFIG" --bindir)/pg_ctl
-if [[ -f $data/PG_VERSION ]]; then
-    as_owner=()
-    owner=$(stat -c %U "$data")
-    [[ $EUID -ne 0 || $owner == root ]] || as_owner=(runuser -u "$owner" --)
-    if ! (cd / && "${as_owner[@]}" "$pg_ctl" -D "$data" status >/dev/null 2>&1); then
-        echo "# the server was down at the end: starting it"
-        (cd / && "${as_owner[@]}" "$pg_ctl" -D "$data" -l "${CK_SERVER_LOG:-$data/server.log}" -w -t 120 start >/dev/null) || true
-    fi
-fi
-
-if ! grep -q '^1\.\.[0-9]' "$out"; then
-    n=$(grep -cE '^(not )?ok [0-9]' "$out" || true)
-    why="exit status $status"
-    ((status != 124)) || why="timed out after ${limit}s"
-    echo "not ok $((n + 1)) - faults.py ran to its end ($why)"
-    echo "1..$((n + 1))"
-    exit 1
-fi
+status=0
+run_python_tap faults.py "$limit" "$@" || status=$?
+ensure_server_up
 exit "$status"

@@ -42,46 +42,19 @@ if [[ -z ${PGHOST:-} || -z ${PGPORT:-} || -z ${CK_SERVER_LOG:-} ]]; then
     echo "$0: set PGHOST, PGPORT and CK_SERVER_LOG for the throwaway cluster: eval \"\$(bash test/cluster.sh env)\"" >&2
     exit 2
 fi
-
-# Debian's python3-psycopg is for /usr/bin/python3; another python3 first in PATH may lack it.
-python=
-for candidate in /usr/bin/python3 python3; do
-    if command -v "$candidate" >/dev/null && "$candidate" -c 'import psycopg' 2>/dev/null; then
-        python=$candidate
-        break
-    fi
-done
-if [[ -z $python ]]; then
-    echo "not ok 1 - python3 with psycopg 3 is available (apt-get install python3-psycopg)"
-    echo "1..1"
-    exit 1
-fi
+# shellcheck source=test/chaos/python_tap.sh
+source "$here/python_tap.sh"
 
 # The harness cluster of this environment (test/cluster.sh finds it by CK_PORT).
 cluster() { CK_PORT=${CK_PORT:-$PGPORT} bash "$here/../cluster.sh" "$@"; }
-out=$(mktemp)
 restore() {
     # The server may be down if a crash was left half done: preload on restarts it (pg_ctl restart starts a
     # stopped server).
     cluster preload on >/dev/null || echo "# could not restart the cluster with the library preloaded" >&2
-    rm -f "$out"
 }
 trap restore EXIT
 cluster preload off
 
-# Lines that are not TAP (a traceback on stderr) become comments, so that TAP consumers see them.
-set +e
-timeout -k 10 "$limit" "$python" -B -u "$here/shared_state.py" "$@" 2>&1 |
-    sed -u -E '/^(ok [0-9]|not ok [0-9]|1\.\.[0-9]|#)/!s/^/# /' | tee "$out"
-status=${PIPESTATUS[0]}
-set -e
-
-if ! grep -q '^1\.\.[0-9]' "$out"; then
-    n=$(grep -cE '^(not )?ok [0-9]' "$out" || true)
-    why="exit status $status"
-    ((status != 124)) || why="timed out after ${limit}s"
-    echo "not ok $((n + 1)) - shared_state.py ran to its end ($why)"
-    echo "1..$((n + 1))"
-    exit 1
-fi
+status=0
+run_python_tap shared_state.py "$limit" "$@" || status=$?
 exit "$status"

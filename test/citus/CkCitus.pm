@@ -47,6 +47,14 @@ sub sql_error
 	return $stderr;
 }
 
+# sql_state(NODE, SQL): the SQLSTATE of the error SQL raises on NODE, '' when it succeeds.
+sub sql_state
+{
+	my ($node, $sql) = @_;
+	my ($ret, $stdout, $stderr) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	return $ret == 0 ? '' : ($stderr =~ /ERROR:  (\w{5}):/)[0];
+}
+
 sub session
 {
 	my ($node) = @_;

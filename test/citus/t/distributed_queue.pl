@@ -10,6 +10,7 @@ use CkCitus;
 
 my ($coord, @workers) = CkCitus::cluster();
 sub sql { CkCitus::sql($coord, @_) }
+sub sql_state_of { CkCitus::sql_state($coord, @_) }
 
 # The remote statements Citus sends for SQL (citus.log_remote_commands): the ck calls among them.
 sub remote_calls
@@ -225,11 +226,5 @@ for my $i (0 .. $#workers)
 	is(CkCitus::sql($workers[$i], q{SELECT count(*) FROM ck.distributed_queues}), '0', '... nor of the dropped queue');
 }
 
-sub sql_state_of
-{
-	my ($query) = @_;
-	my ($ret, $stdout, $stderr) = $coord->psql('postgres', "\\set VERBOSITY verbose\n$query");
-	return $ret == 0 ? '' : ($stderr =~ /ERROR:  (\w{5}):/)[0];
-}
 
 done_testing();

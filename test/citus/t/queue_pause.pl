@@ -10,13 +10,8 @@ use CkCitus;
 
 my ($coord, @workers) = CkCitus::cluster();
 sub sql { CkCitus::sql($coord, @_) }
+sub sql_state_of { CkCitus::sql_state($coord, @_) }
 
-sub sql_state_of
-{
-	my ($query) = @_;
-	my ($ret, $stdout, $stderr) = $coord->psql('postgres', "\\set VERBOSITY verbose\n$query");
-	return $ret == 0 ? '' : ($stderr =~ /ERROR:  (\w{5}):/)[0];
-}
 
 sql(q{SELECT ck.create_queue('jobs', notify => false)});
 sql(q{SELECT ck.distribute_queue('jobs', 4)});
