@@ -408,15 +408,15 @@ Datum distributed_stats(FunctionCallInfo fcinfo, const Distribution &d)
     });
 }
 
-Datum distributed_purge_dead(FunctionCallInfo fcinfo, const Distribution &d)
+Datum distributed_every_shard_count(FunctionCallInfo fcinfo, const Distribution &d)
 {
-    int64 purged = 0;
+    int64 count = 0;
     for (size_t shard = 0; shard < d.parts.size(); shard++) {
         run_call_on_shard(fcinfo, d, shard);
         bool isnull;
-        purged += DatumGetInt64(result_datum(0, 1, &isnull));
+        count += DatumGetInt64(result_datum(0, 1, &isnull));
     }
-    PG_RETURN_INT64(purged);
+    PG_RETURN_INT64(count);
 }
 
 } // namespace
@@ -438,8 +438,8 @@ Datum distributed_call(FunctionCallInfo fcinfo, const Distribution &d, const Rou
         return distributed_complete_many(fcinfo, d);
     case Route::Kind::Stats:
         return distributed_stats(fcinfo, d);
-    case Route::Kind::PurgeDead:
-        return distributed_purge_dead(fcinfo, d);
+    case Route::Kind::EveryShardCount:
+        return distributed_every_shard_count(fcinfo, d);
     }
     return (Datum) 0;
 }

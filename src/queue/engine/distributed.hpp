@@ -33,7 +33,7 @@ struct Route {
         CompleteAndClaim,   // the job's shard first
         CompleteMany,       // one call per shard the ids name
         Stats,              // queue_stats: every shard, summed
-        PurgeDead,          // purge_dead: every shard, summed
+        EveryShardCount,    // purge_dead, retry_dead_matching, purge_dead_matching: every shard, their counts summed
     };
     Kind kind;
     int key_argno = -1;           // Enqueue: the unique_key argument (-1: none)

@@ -35,12 +35,10 @@ using ck::require_arg;
 static Datum complete(FunctionCallInfo fcinfo, bool raise)
 {
     ck::Ack a = ck::ack_args(fcinfo);
-    bool no_result = PG_NARGS() < 4 || PG_ARGISNULL(3);
-    Datum values[3] = {a.id, a.token, no_result ? (Datum) 0 : PG_GETARG_DATUM(3)};
-    char nulls[3] = {' ', ' ', no_result ? 'n' : ' '};
+    ck::Completion c = ck::completion_args(fcinfo, a, 3);
     return ck::on_queue(fcinfo, a.queue, ck::Route{ck::Route::Kind::ById}, [&]() -> Datum {
         const ck::QueuePlan &p = ck::queue_statement(ck::QueueStatement::Complete, a.queue);
-        bool done = ck::queue_execute(p, a.queue, values, nulls) == 1;
+        bool done = ck::queue_execute(p, a.queue, c.values, c.nulls) == 1;
         if (done) {
             ready_again_on_abort(a.queue, a.id, 1);
             ck::count_at_commit(a.queue, Activity::Completed);
@@ -302,7 +300,7 @@ CK_FUNCTION(ck_purge_dead)
     // Nothing died 'infinity' ago: that purge would delete nothing, surely not what was meant.
     Interval *older_than = finite_interval_arg(fcinfo, 1, "older_than", true, "older_than => '0' purges every dead letter.");
     Datum values[1] = {IntervalPGetDatum(older_than)};
-    return ck::on_queue(fcinfo, queue, ck::Route{ck::Route::Kind::PurgeDead}, [&]() -> Datum {
+    return ck::on_queue(fcinfo, queue, ck::Route{ck::Route::Kind::EveryShardCount}, [&]() -> Datum {
         const ck::QueuePlan &p = ck::queue_statement(ck::QueueStatement::PurgeDead, queue);
         uint64 n = ck::queue_execute(p, queue, values);
         PG_RETURN_INT64(static_cast<int64>(n));

@@ -67,13 +67,10 @@ CK_FUNCTION(ck_complete_and_claim)
     route.lease = ck::lease_arg(fcinfo, 4);
     route.out = ck::pg_call([&] { return ck::begin_result_set(fcinfo); });
     return ck::on_queue(fcinfo, a.queue, route, [&] {
-        // The 1.1.0 overload's sixth argument: the result, kept in the queue's history.
-        bool no_result = PG_NARGS() < 6 || PG_ARGISNULL(5);
-        Datum values[3] = {a.id, a.token, no_result ? (Datum) 0 : PG_GETARG_DATUM(5)};
-        char nulls[3] = {' ', ' ', no_result ? 'n' : ' '};
+        ck::Completion c = ck::completion_args(fcinfo, a, 5);   // the 1.1.0 overload's sixth argument
         ck::DeferredDepartures departures;
         const ck::QueuePlan &complete = ck::queue_statement(ck::QueueStatement::Complete, a.queue);
-        if (ck::queue_execute(complete, a.queue, values, nulls) == 0) {
+        if (ck::queue_execute(complete, a.queue, c.values, c.nulls) == 0) {
             ck::count_now(a.queue, ck::Activity::LostAcks);
             throw ck::lease_lost(complete, a.id, a.token, nullptr);
         }

@@ -38,7 +38,7 @@ Datum run_matching(FunctionCallInfo fcinfo, ck::QueueStatement kind)
 {
     Filter f = filter_args(fcinfo);
     Oid queue = PG_GETARG_OID(0);
-    return ck::on_queue(fcinfo, queue, ck::Route{ck::Route::Kind::PurgeDead}, [&]() -> Datum {
+    return ck::on_queue(fcinfo, queue, ck::Route{ck::Route::Kind::EveryShardCount}, [&]() -> Datum {
         const ck::QueuePlan &p = ck::queue_statement(kind, queue);
         uint64 n = ck::queue_execute(p, queue, f.values, f.nulls);
         PG_RETURN_INT64(static_cast<int64>(n));

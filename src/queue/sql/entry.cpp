@@ -30,6 +30,12 @@ Ack ack_args(FunctionCallInfo fcinfo)
     return {PG_GETARG_OID(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)};
 }
 
+Completion completion_args(FunctionCallInfo fcinfo, const Ack &a, int result_argno)
+{
+    bool no_result = PG_NARGS() <= result_argno || PG_ARGISNULL(result_argno);
+    return {{a.id, a.token, no_result ? (Datum) 0 : PG_GETARG_DATUM(result_argno)}, {' ', ' ', no_result ? 'n' : ' '}};
+}
+
 const Interval *unique_for_arg(FunctionCallInfo fcinfo, int argno, int key_argno)
 {
     if (PG_NARGS() <= argno || PG_ARGISNULL(argno))

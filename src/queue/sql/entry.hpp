@@ -20,6 +20,14 @@ struct Ack {
 };
 Ack ack_args(FunctionCallInfo fcinfo);
 
+// The Complete statement's parameters: the job, its lease token and its result (the jsonb
+// argument result_argno of the 1.1.0 overloads, kept in the queue's history; NULL when absent).
+struct Completion {
+    Datum values[3];
+    char nulls[3];
+};
+Completion completion_args(FunctionCallInfo fcinfo, const Ack &a, int result_argno);
+
 // When a wait of max_wait (argument argno: not NULL, not negative) from now ends; a wait longer
 // than a century, or 'infinity', lasts until statement_timeout or a cancel.
 TimestampTz wait_deadline(FunctionCallInfo fcinfo, int argno);

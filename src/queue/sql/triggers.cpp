@@ -19,20 +19,37 @@ extern "C" {
 #include "utils/rel.h"
 }
 
+namespace {
+
+// The trigger's data; raises unless the function was called as a trigger. (Inside pg_call.)
+TriggerData *trigger_data(FunctionCallInfo fcinfo, const char *name)
+{
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("ck_internal.%s must be called as a trigger", name)));
+    return (TriggerData *) fcinfo->context;
+}
+
+// What every trigger here returns: no tuple (an AFTER trigger's, a statement trigger's result is
+// ignored); typed, since 19's PointerGetDatum rejects nullptr_t.
+Datum no_tuple()
+{
+    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
+}
+
+} // namespace
+
 // BEFORE UPDATE OR DELETE FOR EACH STATEMENT on every queue: a statement that is not one of
 // the extension's own (those record where their rows go) may move jobs below the frontier,
 // or lock rows that claims then pass, so the frontier starts over when its transaction ends.
 CK_FUNCTION(ck_queue_changed)
 {
     ck::pg_call([&] {
-        if (!CALLED_AS_TRIGGER(fcinfo))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queue_changed must be called as a trigger")));
+        TriggerData *trigger = trigger_data(fcinfo, "queue_changed");
         if (ck::plans_executing() == 0)
-            ck::frontier_reset_at_end(RelationGetRelid(((TriggerData *) fcinfo->context)->tg_relation));
+            ck::frontier_reset_at_end(RelationGetRelid(trigger->tg_relation));
     });
-    // A statement trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
-    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
+    return no_tuple();
 }
 
 // AFTER INSERT FOR EACH STATEMENT on every queue (REFERENCING NEW TABLE): the inserted jobs'
@@ -45,10 +62,7 @@ CK_FUNCTION(ck_queue_ready)
         ck::KeyedJobs keyed;
     };
     Inserted inserted = ck::pg_call([&] {
-        if (!CALLED_AS_TRIGGER(fcinfo))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queue_ready must be called as a trigger")));
-        TriggerData *trigger = (TriggerData *) fcinfo->context;
+        TriggerData *trigger = trigger_data(fcinfo, "queue_ready");
         Oid queue = RelationGetRelid(trigger->tg_relation);
         ck::queue_mark_ready(queue);
         ck::frontier_on_insert(trigger);
@@ -61,8 +75,7 @@ CK_FUNCTION(ck_queue_ready)
     });
     if (inserted.keyed.n > 0)
         ck::limits_on_insert(inserted.queue, inserted.keyed);
-    // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
-    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
+    return no_tuple();
 }
 
 // AFTER DELETE FOR EACH STATEMENT on every queue (REFERENCING OLD TABLE): each job of a limited
@@ -77,16 +90,12 @@ CK_FUNCTION(ck_queue_left)
         ck::KeyedJobs jobs;
     };
     Left left = ck::pg_call([&] {
-        if (!CALLED_AS_TRIGGER(fcinfo))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queue_left must be called as a trigger")));
-        TriggerData *trigger = (TriggerData *) fcinfo->context;
+        TriggerData *trigger = trigger_data(fcinfo, "queue_left");
         Relation rel = trigger->tg_relation;
         return Left{RelationGetRelid(rel), ck::keyed_jobs(trigger->tg_oldtable, RelationGetDescr(rel), false)};
     });
     ck::limits_on_delete(left.queue, left.jobs);
-    // A statement trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
-    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
+    return no_tuple();
 }
 
 // AFTER DELETE FOR EACH ROW WHEN (OLD.has_dependants) on every queue: the job left; its
@@ -99,10 +108,7 @@ CK_FUNCTION(ck_queue_dependency_left)
         Datum id;
     };
     Left left = ck::pg_call([&] {
-        if (!CALLED_AS_TRIGGER(fcinfo))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queue_dependency_left must be called as a trigger")));
-        TriggerData *trigger = (TriggerData *) fcinfo->context;
+        TriggerData *trigger = trigger_data(fcinfo, "queue_dependency_left");
         if (!TRIGGER_FIRED_FOR_ROW(trigger->tg_event) || !TRIGGER_FIRED_BY_DELETE(trigger->tg_event))
             ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
                             errmsg("ck_internal.queue_dependency_left must be an AFTER DELETE FOR EACH ROW trigger")));
@@ -117,8 +123,7 @@ CK_FUNCTION(ck_queue_dependency_left)
     ck::spi_connect();
     ck::dependency_left(left.queue, left.id);
     ck::spi_finish();
-    // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
-    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
+    return no_tuple();
 }
 
 // AFTER UPDATE OR DELETE on ck.queues: plans built from the old settings are dropped, and so
@@ -126,10 +131,7 @@ CK_FUNCTION(ck_queue_dependency_left)
 CK_FUNCTION(ck_queues_changed)
 {
     ck::pg_call([&] {
-        TriggerData *trigger = (TriggerData *) fcinfo->context;
-        if (!CALLED_AS_TRIGGER(fcinfo))
-            ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("ck_internal.queues_changed must be called as a trigger")));
+        TriggerData *trigger = trigger_data(fcinfo, "queues_changed");
         bool isnull;
         Datum queue = heap_getattr(trigger->tg_trigtuple, 1, trigger->tg_relation->rd_att, &isnull);
         Oid relid = DatumGetObjectId(queue);
@@ -138,6 +140,5 @@ CK_FUNCTION(ck_queues_changed)
         if (!isnull)
             ck::frontier_reset_at_end(relid);   // e.g. a higher max_attempts makes skipped jobs claimable
     });
-    // An AFTER trigger returns no tuple; typed, since 19's PointerGetDatum rejects nullptr_t.
-    return PointerGetDatum(static_cast<HeapTuple>(nullptr));
+    return no_tuple();
 }
