@@ -214,6 +214,29 @@ sql(q{WITH c AS MATERIALIZED (SELECT array_agg(id) AS i, array_agg(lease_token) 
 	SELECT ck.complete_many('jobs', c.i, c.t) FROM c});
 is(sql(q{SELECT count(*) FROM jobs}), '0', 'the queue is empty again');
 
+# Dead letters by filter (1.1.0): each shard runs its own batch, the counts are summed.
+sql(q{CREATE TABLE failing AS SELECT * FROM ck.claim('jobs', 1) LIMIT 0});
+sql(q{SELECT ck.enqueue('jobs', jsonb_build_object('n', g)) FROM generate_series(1, 12) g});
+for my $attempt (1 .. 2)   # max_attempts 2: the second failure buries
+{
+	sql(q{TRUNCATE failing; INSERT INTO failing SELECT * FROM ck.claim('jobs', 12)});
+	sql(q{SELECT ck.fail('jobs', id, lease_token, CASE WHEN (payload->>'n')::int % 2 = 0 THEN 'crash' ELSE 'timeout' END, '0 s')
+	      FROM failing});
+}
+is(sql(q{SELECT count(*) || ' ' || count(DISTINCT id % 4) FROM jobs_dead}), '12 4', '12 dead letters, on all four shards');
+$calls = remote_calls(q{SELECT ck.retry_dead_matching('jobs', last_error => 'none such')});
+is(scalar @$calls, 4, 'retry_dead_matching: one statement per shard');
+my $crash_shards = sql(q{SELECT count(DISTINCT id % 4) FROM jobs_dead WHERE last_error = 'crash'});
+is(sql(q{SELECT ck.retry_dead_matching('jobs', last_error => 'crash', batch => 1)}), $crash_shards,
+	'retry_dead_matching with batch 1: one letter from each shard holding one (the batch is per shard)');
+is(sql(q{SELECT ck.retry_dead_matching('jobs', last_error => 'crash')}), 6 - $crash_shards, '... then the other crashed jobs');
+is(sql(q{SELECT count(*) || ' ' || count(*) FILTER (WHERE (payload->>'n')::int % 2 = 0) FROM jobs}), '6 6',
+	'the six crashed jobs are back in the queue, and only they');
+is(sql(q{SELECT ck.purge_dead_matching('jobs', error_like => 'time%', payload_contains => '{"n": 1}')}), '1',
+	'purge_dead_matching with a payload filter: the one letter it names');
+is(sql(q{SELECT ck.purge_dead_matching('jobs', error_like => 'time%', min_attempts => 2)}), '5', '... then by error text the other five');
+is(sql(q{SELECT count(*) FROM jobs_dead}), '0', 'no dead letter is left');
+
 # drop_queue: the distributed table, its dead letters and every shard's registration go.
 sql(q{SELECT ck.drop_queue('jobs')});
 is(sql(q{SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text IN ('jobs', 'jobs_dead')}), '0',
