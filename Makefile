@@ -83,7 +83,7 @@ layers:
 	python3 $(ck_srcdir)/test/layers.py $(ck_srcdir)/src
 
 # PG=17 (18, 19) runs the target on that major, in a Debian root of the suite that ships it (test/major.sh);
-# test-all runs make test on every tested major in turn; test-packages builds, installs, upgrades and removes
+# test-all runs make test on every tested major, two at a time (CK_LANES); test-packages builds, installs, upgrades and removes
 # the Debian package of every tested major (or of PG), as distributions build it (test/package/run.sh).
 .PHONY: demo test bench chaos bench-peers bench-sustained bench-horizon test-all test-packages
 demo test bench chaos bench-peers bench-sustained bench-horizon:
