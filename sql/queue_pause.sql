@@ -146,6 +146,11 @@ SELECT count(*) AS claimed_after_rollback FROM ck.claim('pk', 10);
 SELECT ck.resume_queue('pk', 'c') AS resumed_c;
 SELECT count(*) AS slot_rows_c FROM ck.concurrency_slots WHERE queue = 'pk'::regclass AND concurrency_key = 'c';
 SELECT array_agg(payload->>'n') AS claimed_c_in_order FROM ck.claim('pk', 10);
+-- Many keys of a queue paused in one transaction wait for its claims once.
+BEGIN;
+SELECT count(*) FILTER (WHERE ck.pause_queue('pk', 'k' || i)) AS paused_keys FROM generate_series(1, 20) AS i;
+SELECT count(*) FILTER (WHERE ck.resume_queue('pk', 'k' || i)) AS resumed_keys FROM generate_series(1, 20) AS i;
+COMMIT;
 -- A queue's paused keys go with it.
 SELECT ck.pause_queue('pk', 'd') AS paused_d;
 SELECT ck.drop_queue('pk');

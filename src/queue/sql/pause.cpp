@@ -4,6 +4,7 @@
 // for them.
 #include "base/args.hpp"
 #include "queue/engine/distributed.hpp"
+#include "queue/signal/frontier.hpp"
 #include "queue/signal/pause.hpp"
 #include "queue/store/statements.hpp"
 
@@ -49,11 +50,14 @@ bool run(const ck::QueuePlan &p, Oid queue, Datum key = 0)
 }
 
 // The key's jobs parked, or settled under its limit again; and the queue's row touched, so that
-// every backend reads its paused keys again with its claim's plan, once this commits.
+// every backend reads its paused keys again with its claim's plan, once this commits. The jobs a
+// resume unparks are back at their own run_at, maybe below the claim frontier: it starts over at
+// the end (the settling's UPDATE runs inside our statement, so the queue's trigger leaves it).
 void settle_key(Oid queue, Datum key)
 {
     run(ck::queue_statement(ck::QueueStatement::KeySettle, queue), queue, key);
     run(ck::queue_statement(ck::QueueStatement::KeyTouch, queue), queue);
+    ck::pg_call([&] { ck::frontier_reset_at_end(queue); });
 }
 
 } // namespace
