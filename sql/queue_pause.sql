@@ -146,6 +146,36 @@ SELECT count(*) AS claimed_after_rollback FROM ck.claim('pk', 10);
 SELECT ck.resume_queue('pk', 'c') AS resumed_c;
 SELECT count(*) AS slot_rows_c FROM ck.concurrency_slots WHERE queue = 'pk'::regclass AND concurrency_key = 'c';
 SELECT array_agg(payload->>'n') AS claimed_c_in_order FROM ck.claim('pk', 10);
+-- A paused key with a limit: every path that hands a slot on or readies a job leaves its jobs
+-- parked (a completion, a cancel, a burial, a dependency completed, a dead letter revived), and
+-- the resume brings back as many as the limit has room for, in their order.
+SELECT ck.create_queue('pl', lease => '1 hour', max_attempts => 1) IS NOT NULL AS created;
+SELECT ck.set_concurrency_limit('pl', 'b', 3);
+SELECT count(ck.enqueue('pl', jsonb_build_object('n', i), concurrency_key => 'b')) FROM generate_series(1, 6) AS i;
+SELECT id AS l1, lease_token AS lt1 FROM ck.claim('pl') \gset
+SELECT id AS l2 FROM ck.claim('pl') \gset
+SELECT id AS l3 FROM ck.claim('pl', 1, '1 ms') \gset
+SELECT ck.enqueue('pl', '{"n": "first"}') AS x \gset
+SELECT ck.enqueue('pl', '{"n": "after"}', concurrency_key => 'b', after => ARRAY[:x]) AS y \gset
+SELECT ck.pause_queue('pl', 'b') AS paused;
+SELECT free FROM ck.concurrency_slots WHERE queue = 'pl'::regclass;
+SELECT ck.complete('pl', :l1, :lt1) AS completed;
+SELECT ck.cancel('pl', :l2) AS cancelled;
+SELECT pg_sleep(0.05);
+-- This claim buries 3 (its lease ran out on its last attempt) and takes the job without a key.
+SELECT id, lease_token AS xt FROM ck.claim('pl', 10) \gset
+SELECT :id = :x AS claimed_the_job_without_a_key;
+SELECT count(*) AS buried_job_still_queued FROM pl WHERE id = :l3;
+SELECT ck.complete('pl', :x, :xt) AS dependency_completed;
+SELECT ck.retry_dead('pl', :l2) AS revived;
+SELECT count(*) FILTER (WHERE run_at = 'infinity') AS parked, count(*) FILTER (WHERE run_at <> 'infinity') AS not_parked
+FROM pl WHERE concurrency_key = 'b';
+SELECT count(*) AS claimed FROM ck.claim('pl', 10);
+SELECT ck.resume_queue('pl', 'b') AS resumed;
+SELECT free FROM ck.concurrency_slots WHERE queue = 'pl'::regclass;
+SELECT array_agg(payload->>'n') AS claimed_in_order FROM ck.claim('pl', 10);
+SELECT ck.drop_queue('pl');
+
 -- Many keys of a queue paused in one transaction wait for its claims once.
 BEGIN;
 SELECT count(*) FILTER (WHERE ck.pause_queue('pk', 'k' || i)) AS paused_keys FROM generate_series(1, 20) AS i;
