@@ -176,6 +176,28 @@ SELECT free FROM ck.concurrency_slots WHERE queue = 'pl'::regclass;
 SELECT array_agg(payload->>'n') AS claimed_in_order FROM ck.claim('pl', 10);
 SELECT ck.drop_queue('pl');
 
+-- A worker needs no more rights than to claim (SELECT, UPDATE on the queue): its claim parks a job
+-- of a paused key it meets (locking the key's row of ck.paused_keys, which it cannot change).
+SELECT ck.create_queue('pw', lease => '1 hour') IS NOT NULL AS created;
+SELECT ck.enqueue('pw', '{}', concurrency_key => 'b') IS NOT NULL AS enqueued;
+SELECT count(*) AS leased_1ms FROM ck.claim('pw', 1, '1 ms');
+SELECT ck.pause_queue('pw', 'b') AS paused;
+SELECT pg_sleep(0.01);
+CREATE ROLE regress_ck_key_worker;
+GRANT SELECT, UPDATE ON pw TO regress_ck_key_worker;
+GRANT USAGE ON SCHEMA test TO regress_ck_key_worker;
+SET ROLE regress_ck_key_worker;
+SELECT count(*) AS worker_claimed FROM ck.claim('pw');
+SELECT test.outcome($$UPDATE ck.paused_keys SET paused_at = now()$$) AS worker_updates;
+SELECT test.outcome($$DELETE FROM ck.paused_keys$$) AS worker_deletes_nothing;
+RESET ROLE;
+SELECT run_at = 'infinity' AS parked, lease_token IS NULL AS unleased FROM pw;
+SELECT count(*) AS still_paused FROM ck.paused_keys WHERE queue = 'pw'::regclass;
+REVOKE ALL ON pw FROM regress_ck_key_worker;
+REVOKE USAGE ON SCHEMA test FROM regress_ck_key_worker;
+DROP ROLE regress_ck_key_worker;
+SELECT ck.drop_queue('pw');
+
 -- Many keys of a queue paused in one transaction wait for its claims once.
 BEGIN;
 SELECT count(*) FILTER (WHERE ck.pause_queue('pk', 'k' || i)) AS paused_keys FROM generate_series(1, 20) AS i;
