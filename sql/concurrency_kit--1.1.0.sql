@@ -412,9 +412,10 @@ COMMENT ON FUNCTION ck.queue_activity() IS
 -- Pause and resume
 -- A paused queue's claims return nothing (claim_wait sleeps until the resume's commit or its
 -- max_wait); nothing else changes: jobs keep their places, enqueues and acknowledgements go on.
--- The state is ck.queues.paused_at, written by the queue's owner (row-level security, as
--- ck.set_concurrency_limit). The pause waits, bounded by lock_timeout, for the claims already in
--- flight, so that no claim commits after it (src/README.md, "Pause and resume").
+-- The state is ck.queues.paused_at, or for one concurrency key its row of ck.paused_keys (below),
+-- written by the queue's owner (row-level security, as ck.set_concurrency_limit). The pause waits,
+-- bounded by lock_timeout, for the claims already in flight, so that no claim commits after it
+-- (src/README.md, "Pause and resume").
 COMMENT ON COLUMN ck.queues.paused_at IS 'since when the queue''s claims are paused (ck.pause_queue); NULL: not paused';
 
 CREATE FUNCTION ck.pause_queue(queue regclass, concurrency_key text DEFAULT NULL)
