@@ -412,9 +412,10 @@ COMMENT ON FUNCTION ck.queue_activity() IS
 -- Pause and resume
 -- A paused queue's claims return nothing (claim_wait sleeps until the resume's commit or its
 -- max_wait); nothing else changes: jobs keep their places, enqueues and acknowledgements go on.
--- The state is ck.queues.paused_at, written by the queue's owner (row-level security, as
--- ck.set_concurrency_limit). The pause waits, bounded by lock_timeout, for the claims already in
--- flight, so that no claim commits after it (src/README.md, "Pause and resume").
+-- The state is ck.queues.paused_at, or for one concurrency key its row of ck.paused_keys (below),
+-- written by the queue's owner (row-level security, as ck.set_concurrency_limit). The pause waits,
+-- bounded by lock_timeout, for the claims already in flight, so that no claim commits after it
+-- (src/README.md, "Pause and resume").
 COMMENT ON COLUMN ck.queues.paused_at IS 'since when the queue''s claims are paused (ck.pause_queue); NULL: not paused';
 
 CREATE FUNCTION ck.pause_queue(queue regclass, concurrency_key text DEFAULT NULL)
@@ -422,14 +423,125 @@ RETURNS boolean
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_pause_queue';
 COMMENT ON FUNCTION ck.pause_queue(regclass, text) IS
-'pauses the queue''s claims (they return nothing; claim_wait sleeps) once the claims in flight have ended (waited for up to lock_timeout); running jobs finish, jobs keep their order; false when it was paused already; a concurrency_key is not supported yet (0A000), nor a distributed queue';
+'pauses the queue''s claims (they return nothing; claim_wait sleeps), or only those of one concurrency_key (its jobs wait parked; ck.paused_keys), once the claims in flight have ended (waited for up to lock_timeout); running jobs finish, jobs keep their order; false when it was paused already; not on a distributed queue (0A000)';
 
 CREATE FUNCTION ck.resume_queue(queue regclass, concurrency_key text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_resume_queue';
 COMMENT ON FUNCTION ck.resume_queue(regclass, text) IS
-'resumes a paused queue''s claims; claim_wait callers wake at its commit; false when it was not paused';
+'resumes a paused queue''s claims, or a paused concurrency_key''s (its jobs back in their order, under its limit); claim_wait callers wake at its commit; false when it was not paused';
+
+-- A paused concurrency key (ck.pause_queue(queue, key)): its row here. The key is held at a
+-- limit of 0 as a full key is (src/README.md, "Pause of one key"): its jobs not leased are parked,
+-- its row of ck.concurrency_slots (made if the key has no limit) counts its leased jobs against 0,
+-- so enqueues park and departures free no slot for a parked job; its own limit in
+-- ck.concurrency_limits is kept for the resume, which settles the key under it. Claims read the
+-- paused keys with their plans and park a job of one they meet (a lease run out, a retry).
+-- Anyone may read it; only the queue's owner may write it (row-level security, as ck.concurrency_limits).
+CREATE TABLE ck.paused_keys (
+    queue           regclass NOT NULL,
+    concurrency_key text NOT NULL,
+    paused_at       timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (queue, concurrency_key)
+);
+COMMENT ON TABLE ck.paused_keys IS 'per queue, the concurrency keys whose claims are paused (ck.pause_queue(queue, key)) and since when';
+ALTER TABLE ck.paused_keys ENABLE ROW LEVEL SECURITY;
+CREATE POLICY paused_keys_read ON ck.paused_keys FOR SELECT USING (true);
+CREATE POLICY paused_keys_owner ON ck.paused_keys FOR ALL
+    USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = queue), 'USAGE'))
+    WITH CHECK (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = queue), 'USAGE'));
+-- A claim that parks a job of a paused key locks the key's row (FOR KEY SHARE: a resume waits for
+-- it), which row security asks of an UPDATE policy: whoever may claim (UPDATE on the queue) may lock
+-- it, and no one but the owner may change it.
+CREATE POLICY paused_keys_claimer ON ck.paused_keys FOR UPDATE
+    USING (pg_catalog.has_table_privilege(queue, 'UPDATE')) WITH CHECK (false);
+GRANT SELECT, INSERT, UPDATE, DELETE ON ck.paused_keys TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('ck.paused_keys', '');
+
+-- Settles a key whose row of ck.paused_keys was just made or removed (ck.pause_queue and
+-- ck.resume_queue with a key; their checks done): its slot row made or locked first, then its jobs.
+-- Paused: the jobs not leased parked (their run_at kept), the leased ones counted against 0.
+-- Resumed: the key under its limit again (its own, else the queue's default), as
+-- ck.set_concurrency_limit settles it, its first parked jobs back at their own run_at (so that
+-- the key's jobs keep their order); without a limit all of them, and the slot row goes.
+CREATE FUNCTION ck_internal.settle_paused_key(queue regclass, concurrency_key text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $$
+DECLARE
+    queue_name pg_catalog.text := (pg_catalog.pg_identify_object('pg_catalog.pg_class'::pg_catalog.regclass, queue, 0)).identity;
+    paused boolean;
+    lim pg_catalog.int4;
+    running pg_catalog.int8;
+    moved pg_catalog.int8 := 0;
+BEGIN
+    INSERT INTO ck.concurrency_slots AS s VALUES (queue, concurrency_key, 0)
+        ON CONFLICT ON CONSTRAINT concurrency_slots_pkey DO UPDATE SET free = s.free;
+    paused := EXISTS (SELECT FROM ck.paused_keys AS p WHERE p.queue OPERATOR(pg_catalog.=) settle_paused_key.queue
+                                                        AND p.concurrency_key OPERATOR(pg_catalog.=) settle_paused_key.concurrency_key);
+    IF paused THEN
+        EXECUTE pg_catalog.format('UPDATE %s AS j SET parked_run_at = j.run_at, run_at = ''infinity''::pg_catalog.timestamptz'
+                                  ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) $1 AND j.parked_run_at IS NULL AND j.lease_token IS NULL',
+                                  queue_name) USING concurrency_key;
+        lim := 0;
+    ELSE
+        lim := (SELECT l.max_running FROM ck.concurrency_limits AS l
+                WHERE l.queue OPERATOR(pg_catalog.=) settle_paused_key.queue
+                  AND (l.concurrency_key OPERATOR(pg_catalog.=) settle_paused_key.concurrency_key OR l.concurrency_key IS NULL)
+                ORDER BY l.concurrency_key IS NULL LIMIT 1);
+    END IF;
+    IF lim IS NULL THEN
+        EXECUTE pg_catalog.format('UPDATE %s AS j SET run_at = j.parked_run_at, parked_run_at = NULL'
+                                  ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) $1 AND j.parked_run_at IS NOT NULL AND j.waiting_for IS NULL',
+                                  queue_name) USING concurrency_key;
+        DELETE FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) settle_paused_key.queue
+            AND s.concurrency_key OPERATOR(pg_catalog.=) settle_paused_key.concurrency_key;
+        RETURN;
+    END IF;
+    EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM %s AS j WHERE j.concurrency_key OPERATOR(pg_catalog.=) $1'
+                              ' AND j.parked_run_at IS NULL', queue_name) INTO running USING concurrency_key;
+    IF lim OPERATOR(pg_catalog.>) running THEN
+        EXECUTE pg_catalog.format('WITH pick AS (SELECT p.id FROM %1$s AS p WHERE p.concurrency_key OPERATOR(pg_catalog.=) $1'
+                                  '   AND p.parked_run_at IS NOT NULL AND p.waiting_for IS NULL ORDER BY p.priority, p.parked_run_at, p.id LIMIT $2 FOR UPDATE)'
+                                  ' UPDATE %1$s AS j SET run_at = j.parked_run_at, parked_run_at = NULL FROM pick'
+                                  ' WHERE j.id OPERATOR(pg_catalog.=) pick.id', queue_name)
+            USING concurrency_key, lim OPERATOR(pg_catalog.-) running;
+        GET DIAGNOSTICS moved = ROW_COUNT;
+    END IF;
+    UPDATE ck.concurrency_slots AS s SET free = (lim OPERATOR(pg_catalog.-) running OPERATOR(pg_catalog.-) moved)::pg_catalog.int4
+        WHERE s.queue OPERATOR(pg_catalog.=) settle_paused_key.queue AND s.concurrency_key OPERATOR(pg_catalog.=) settle_paused_key.concurrency_key;
+END
+$$;
+COMMENT ON FUNCTION ck_internal.settle_paused_key(regclass, text) IS
+'ck.pause_queue and ck.resume_queue of one key: its jobs parked (paused) or settled under its limit again';
+
+-- A queue's paused keys go with its registration (ck.drop_queue).
+CREATE FUNCTION ck_internal.queue_paused_keys_dropped() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    DELETE FROM ck.paused_keys AS p WHERE p.queue OPERATOR(pg_catalog.=) OLD.queue;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION ck_internal.queue_paused_keys_dropped() IS 'trigger on ck.queues: a queue''s paused keys go with its registration';
+CREATE TRIGGER queue_paused_keys_dropped AFTER DELETE ON ck.queues
+    FOR EACH ROW EXECUTE FUNCTION ck_internal.queue_paused_keys_dropped();
+
+-- A queue with a paused key is not distributed: each shard claims on its worker, without it.
+CREATE FUNCTION ck_internal.queue_paused_keys_distributed() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM ck.paused_keys AS p WHERE p.queue OPERATOR(pg_catalog.=) NEW.queue) THEN
+        RAISE EXCEPTION 'queue % has paused concurrency keys and cannot be distributed', NEW.queue USING ERRCODE = 'feature_not_supported',
+            HINT = 'Resume them first with ck.resume_queue(queue, key).';
+    END IF;
+    RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION ck_internal.queue_paused_keys_distributed() IS 'trigger on ck.distributed_queues: a queue with paused keys is not distributed (0A000)';
 
 -- Rate limits (and ck.try_rate for any SQL)
 -- Rate keys (ck.try_rate, ck.rate): at most n calls counted in any window of length period. A
@@ -1325,6 +1437,8 @@ DECLARE
     unparked pg_catalog.int8;
     moved pg_catalog.int8;
     keys pg_catalog.text[];
+    held pg_catalog.text[];
+    kl pg_catalog.int4;
     shard_row record;
     distributed boolean := false;
 BEGIN
@@ -1397,13 +1511,21 @@ BEGIN
     -- of these keys wait until this commits.
     INSERT INTO ck.concurrency_slots AS s SELECT queue, u.k, 0 FROM pg_catalog.unnest(keys) AS u(k) ORDER BY u.k
         ON CONFLICT ON CONSTRAINT concurrency_slots_pkey DO UPDATE SET free = s.free;
+    -- Paused keys (1.1.0, ck.pause_queue) stay held at 0, read once their rows are locked: their
+    -- limit is kept for the resume.
+    held := ARRAY(SELECT p.concurrency_key FROM ck.paused_keys AS p WHERE p.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue
+                                                                     AND p.concurrency_key OPERATOR(pg_catalog.=) ANY (keys));
     IF lim IS NULL THEN
         EXECUTE pg_catalog.format('UPDATE %s AS j SET run_at = GREATEST(j.parked_run_at, pg_catalog.clock_timestamp()), parked_run_at = NULL'
-                                  ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) ANY ($1) AND j.parked_run_at IS NOT NULL AND j.waiting_for IS NULL',
-                                  queue_name) USING keys;
+                                  ' WHERE j.concurrency_key OPERATOR(pg_catalog.=) ANY ($1) AND NOT j.concurrency_key OPERATOR(pg_catalog.=) ANY ($2)'
+                                  ' AND j.parked_run_at IS NOT NULL AND j.waiting_for IS NULL',
+                                  queue_name) USING keys, held;
         DELETE FROM ck.concurrency_slots AS s WHERE s.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue
-            AND s.concurrency_key OPERATOR(pg_catalog.=) ANY (keys);
-        RETURN;
+            AND s.concurrency_key OPERATOR(pg_catalog.=) ANY (keys) AND NOT s.concurrency_key OPERATOR(pg_catalog.=) ANY (held);
+        IF pg_catalog.cardinality(held) OPERATOR(pg_catalog.=) 0 THEN
+            RETURN;
+        END IF;
+        keys := held;
     END IF;
     -- The jobs of each key not parked, counted in one pass over the queue (a count per key read
     -- the whole queue once a key); then each key with room unparks its first parked jobs.
@@ -1413,15 +1535,16 @@ BEGIN
         ' GROUP BY u.k', queue_name) USING keys
     LOOP
         moved := 0;
-        IF lim OPERATOR(pg_catalog.>) unparked THEN
+        kl := CASE WHEN k OPERATOR(pg_catalog.=) ANY (held) THEN 0 ELSE lim END;
+        IF kl OPERATOR(pg_catalog.>) unparked THEN
             EXECUTE pg_catalog.format('WITH pick AS (SELECT p.id FROM %1$s AS p WHERE p.concurrency_key OPERATOR(pg_catalog.=) $1'
                                       '   AND p.parked_run_at IS NOT NULL AND p.waiting_for IS NULL ORDER BY p.priority, p.parked_run_at, p.id LIMIT $2 FOR UPDATE)'
                                       ' UPDATE %1$s AS j SET run_at = GREATEST(j.parked_run_at, pg_catalog.clock_timestamp()), parked_run_at = NULL FROM pick'
                                       ' WHERE j.id OPERATOR(pg_catalog.=) pick.id', queue_name)
-                USING k, lim OPERATOR(pg_catalog.-) unparked;
+                USING k, kl OPERATOR(pg_catalog.-) unparked;
             GET DIAGNOSTICS moved = ROW_COUNT;
         END IF;
-        UPDATE ck.concurrency_slots AS s SET free = (lim OPERATOR(pg_catalog.-) unparked OPERATOR(pg_catalog.-) moved)::pg_catalog.int4
+        UPDATE ck.concurrency_slots AS s SET free = (kl OPERATOR(pg_catalog.-) unparked OPERATOR(pg_catalog.-) moved)::pg_catalog.int4
             WHERE s.queue OPERATOR(pg_catalog.=) set_concurrency_limit.queue AND s.concurrency_key OPERATOR(pg_catalog.=) k;
     END LOOP;
 END
@@ -1551,6 +1674,8 @@ SELECT pg_catalog.pg_extension_config_dump('ck.distributed_queues', '');
 -- (Rate limits: a queue that has them is not distributed.)
 CREATE TRIGGER queue_rates_distributed BEFORE INSERT ON ck.distributed_queues
     FOR EACH ROW EXECUTE FUNCTION ck_internal.queue_rates_distributed();
+CREATE TRIGGER queue_paused_keys_distributed BEFORE INSERT ON ck.distributed_queues
+    FOR EACH ROW EXECUTE FUNCTION ck_internal.queue_paused_keys_distributed();
 
 -- On the worker that holds it, makes a shard of a queue being distributed a queue of its own:
 -- ids i modulo shard_count from first_id on, column part at its value, the unique index and

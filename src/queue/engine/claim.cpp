@@ -6,6 +6,7 @@
 #include "queue/engine/wait.hpp"
 #include "queue/rules/dependencies.hpp"
 #include "queue/rules/limits.hpp"
+#include "queue/rules/key_pause.hpp"
 #include "queue/rules/rate.hpp"
 #include "queue/signal/activity.hpp"
 #include "queue/signal/frontier.hpp"
@@ -275,11 +276,12 @@ uint64 claim_round(Oid queue, int32 batch, Interval *lease, ck::Snap snap, Retur
     if (view.mode == ck::ClaimMode::Frontier && view.npriorities == 0 && !ck::may_claim(queue))
         view.mode = ck::ClaimMode::Full;
 
-    // Runs the claim statement p: *scanned is what it took; a rate-limited queue gives back the
-    // jobs over their key's rate, and keeps the rest.
+    // Runs the claim statement p: *scanned is what it took; a queue with paused keys parks their
+    // jobs, a rate-limited queue gives back the jobs over their key's rate, and keeps the rest.
     auto run = [&](const ck::QueuePlan &p, Datum *values) {
         *scanned = ck::queue_execute(p, queue, values, nulls, snap, snapshot);
-        return claim.rates.any() ? ck::rate_filter(queue, claim, held) : *scanned;
+        uint64 kept = claim.paused_keys.empty() ? *scanned : ck::park_paused(queue, claim);
+        return claim.rates.any() ? ck::rate_filter(queue, claim, held) : kept;
     };
     uint64 n = 0;
     const ck::QueuePlan *used = &claim;

@@ -199,6 +199,11 @@ bool claim_lock_held_before()
 
 void pause_claims(Oid queue)
 {
+    // Paused in this transaction already (another key of it): it counts until the end, and the
+    // claims in flight were waited for then; a claim since sees the pause in progress.
+    for (int i = 0; i < ncounted; i++)
+        if (counted_queue[i] == queue)
+            return;
     pg_call([&] {
         if (ncounted == max_per_transaction)
             ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

@@ -29,7 +29,8 @@ bool claim_lock_held_before();
 // ck.pause_queue, after its update of ck.queues: marks a pause of queue in progress until this
 // transaction ends (raising 0A000 at PREPARE TRANSACTION), then waits for every other transaction
 // that holds the claims' lock on the queue to end (bounded by lock_timeout: 55P03), but for
-// claim_wait callers asleep that have claimed nothing (no xid).
+// claim_wait callers asleep that have claimed nothing (no xid). Once per queue and transaction
+// (the pauses of several keys of one queue count once).
 void pause_claims(Oid queue);
 
 // ck.resume_queue: wakes the queue's claim_wait callers once this transaction's commit and its

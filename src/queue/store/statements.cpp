@@ -565,6 +565,25 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
     case QueueStatement::RateDefer:
         return {"UPDATE " + q + " SET run_at = $2, lease_token = NULL, attempts = attempts" CK_OP("-") "1 WHERE id" EQ "$1",
                 {INT8OID, TIMESTAMPTZOID}, 2, by_id_generic, true};
+    // Pause and resume of one concurrency key (sql/pause.cpp, rules/key_pause.cpp).
+    case QueueStatement::KeyPause:
+        return {"INSERT INTO ck.paused_keys (queue, concurrency_key) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING true",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case QueueStatement::KeyResume:
+        return {"DELETE FROM ck.paused_keys WHERE queue" EQ "$1 AND concurrency_key" EQ "$2 RETURNING true",
+                {REGCLASSOID, TEXTOID}, 2, 0};
+    case QueueStatement::KeySettle:
+        return {"SELECT ck_internal.settle_paused_key($1, $2)", {REGCLASSOID, TEXTOID}, 2, 0};
+    case QueueStatement::KeyTouch:
+        return {"UPDATE ck.queues SET queue = queue WHERE queue" EQ "$1", {REGCLASSOID}, 1, 0};
+    // The claim of job $1 undone, the job parked at its old place $2 (its own run_at for the
+    // resume), while key $4 is paused: its row of ck.paused_keys is locked FOR KEY SHARE, so a
+    // resume waits for this transaction, and one that committed first leaves the job claimed.
+    case QueueStatement::KeyPark:
+        return {"WITH k AS (SELECT FROM ck.paused_keys WHERE queue" EQ "$3 AND concurrency_key" EQ "$4 FOR KEY SHARE)"
+                " UPDATE " + q + " SET parked_run_at = $2, run_at = 'infinity'::pg_catalog.timestamptz, lease_token = NULL,"
+                " attempts = attempts" CK_OP("-") "1 WHERE id" EQ "$1 AND EXISTS (SELECT FROM k)",
+                {INT8OID, TIMESTAMPTZOID, REGCLASSOID, TEXTOID}, 4, by_id_generic, true};
     default:
         throw std::logic_error("not a queue statement");
     }
@@ -592,6 +611,7 @@ bool planned_apart(QueueStatement kind)
     case QueueStatement::Park:
     case QueueStatement::UnparkJob:
     case QueueStatement::RateDefer:
+    case QueueStatement::KeyPark:
     case QueueStatement::HandOver:
     case QueueStatement::DepLock:
     case QueueStatement::DepMark:
@@ -694,8 +714,10 @@ const QueuePlan &queue_statement(QueueStatement kind, Oid relid)
         p.paused = row.paused;
         if (kind == QueueStatement::Claim || kind == QueueStatement::ClaimFrom || kind == QueueStatement::ClaimFromOne)
             p.planned_blocks = table_blocks(relid);
-        if (kind == QueueStatement::Claim)
+        if (kind == QueueStatement::Claim) {
             p.rates = read_rate_limits(relid);
+            p.paused_keys = read_paused_keys(relid);
+        }
         return p;
     });
 }

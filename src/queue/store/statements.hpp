@@ -4,6 +4,7 @@
 
 #include "base/plan_cache.hpp"
 #include "base/spi.hpp"
+#include "queue/store/paused_keys.hpp"
 #include "queue/store/rate_limits.hpp"
 
 namespace ck {
@@ -78,6 +79,11 @@ enum class QueueStatement : uint8_t {
     RatePutOff,      // when a job over its key's rate may start: the next free moment, booked
     RateDefer,       // a job claimed over its key's rate: back in the queue at that moment, unclaimed
     RateRescale,     // a key's counts moved to its limit's bucket width (the period changed)
+    KeyPause,        // a concurrency key's row of ck.paused_keys made ($1 queue, $2 key), unless paused already
+    KeyResume,       // ... and removed
+    KeySettle,       // the key's jobs parked, or settled under its limit again (ck_internal.settle_paused_key)
+    KeyTouch,        // the queue's row of ck.queues rewritten as it is: its plans dropped at commit (claims reread the keys)
+    KeyPark,         // a job claimed of a paused key: parked, unclaimed, while the key's row is there (rules/key_pause.cpp)
 };
 
 // A queue statement's plan and the queue's settings from ck.queues.
@@ -96,6 +102,7 @@ struct QueuePlan : Prepared {
     Oid history = InvalidOid;         // the queue's history of finished jobs (ck.set_history), or none
     bool paused = false;              // the queue's claims are paused (ck.queues.paused_at, 1.1.0)
     RateLimits rates;                 // the claim: the queue's rate limits (ck.set_rate_limit)
+    PausedKeys paused_keys;           // the claim: the queue's paused concurrency keys (ck.paused_keys)
 };
 
 // The prepared statement of that kind for the queue relid; raises 42P01/22023-style errors
