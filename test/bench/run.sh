@@ -623,8 +623,27 @@ wake_row "ck.claim_wait, library preloaded" claim_wait
 wake_row "LISTEN, then ck.claim" listen
 preload off
 wake_row "ck.claim_wait, not preloaded" claim_wait
+out <<EOF
+
+\`ck.await_job\`: 8 callers each await a job of their own (one queue, with a history) while a worker
+finishes one awaited job per transaction every 1 to 10 ms, each once its caller sleeps
+(test/bench/wakeup.py await): milliseconds from the worker's COMMIT returning to the caller
+holding the outcome, over 400 waits; beside them the finishing statement's own median (its COMMIT
+included) and the callers' CPU per await.
+
+| library | p50 ms | p90 ms | p99 ms | max ms | finish ms | caller CPU ms per await |
+|---|---:|---:|---:|---:|---:|---:|
+EOF
+# await_row LABEL: a row of that table.
+await_row() {
+    local figures
+    figures=$(/usr/bin/python3 "$here/wakeup.py" await 400 8) || figures="failed failed failed failed failed failed"
+    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$1" $figures | out
+}
+await_row "not preloaded (mode: $(value -c 'SELECT ck.claim_wait_mode()'))"
 idle_off=$(/usr/bin/python3 "$here/wakeup.py" idle 64 10)
 preload on
+await_row "preloaded"
 idle_on=$(/usr/bin/python3 "$here/wakeup.py" idle 64 10)
 enqueue_mixed=$(mixed_ratio enqueue_setup.sql 1 off enqueue_plain.sql enqueue_ck.sql)
 preload "${preloads[0]}"

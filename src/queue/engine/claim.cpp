@@ -200,13 +200,20 @@ void bury(Oid queue, bool timed, const FrontierView &view, TimestampTz moment, c
         ck::DeadDepartures departing("lease expired on the last attempt");
         n = ck::queue_execute(bury, queue, args, nullptr, snap, snapshot);
     }
-    ck::count_at_commit(queue, Activity::Buried, n);
-    ck::pg_call([&] {
+    Datum *buried = ck::pg_call([&] {   // their ids: the commit wakes their awaiters
+        Datum *ids = n > 0 ? static_cast<Datum *>(palloc(sizeof(Datum) * n)) : nullptr;
         for (uint64 i = 0; i < n; i++) {
             JobPlace was = job_place(i, 2, 1);
             ck::frontier_on_abort(queue, was.priority, was.place);
+            ids[i] = Int64GetDatum(was.place.id);
         }
         SPI_freetuptable(SPI_tuptable);
+        return ids;
+    });
+    ck::count_at_commit(queue, Activity::Buried, n, buried);
+    ck::pg_call([&] {
+        if (buried != nullptr)
+            pfree(buried);
         if (view.mode != ck::ClaimMode::Full && n < static_cast<uint64>(ck::bury_batch))
             ck::frontier_bury_advance(queue, view, moment);
     });

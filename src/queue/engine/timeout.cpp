@@ -76,6 +76,7 @@ bool time_out(Oid queue, const FrontierView &view, TimestampTz moment, Snap snap
             Datum values[2] = {timed[i].id, reason};
             DeadDepartures departing("timeout");
             queue_execute(dead, queue, values);
+            count_at_commit(queue, Activity::Buried, 1, &timed[i].id);
             continue;
         }
         Interval delay = retry_backoff(timed[i].attempts);
@@ -92,7 +93,6 @@ bool time_out(Oid queue, const FrontierView &view, TimestampTz moment, Snap snap
     if (retried > 0)
         pg_call([&] { queue_mark_ready(queue); });   // its waiters learn the retry times
     count_at_commit(queue, Activity::Retried, retried);
-    count_at_commit(queue, Activity::Buried, n - retried);
     pg_call([&] { pfree(timed); });
     return n == static_cast<uint64>(bury_batch);
 }

@@ -14,14 +14,14 @@ extern "C" {
 namespace ck {
 
 void wait_for_jobs(Oid queue, WakeOn on, TimestampTz deadline, bool sweep, const std::function<bool()> &look,
-                   const std::function<TimestampTz(TimestampTz)> &due)
+                   const std::function<TimestampTz(TimestampTz)> &due, int64 job)
 {
     long poll_ms = 10;
     for (;;) {
         // Whether a commit wakes us (false without the shared state: poll).
         bool on_commit = pg_call([&] {
             if (on == WakeOn::Finished)
-                return queue_await_prepare(queue);
+                return queue_await_prepare(queue, job);
             queue_wait_prepare(queue);
             return queue_wakeup_active();
         });

@@ -10,7 +10,7 @@
 namespace ck {
 
 // What wakes the waiter: a commit that made jobs of the queue ready (claim_wait), or one that
-// finished jobs of it (ck.await_job, which counts itself among the queue's awaiters until
+// finished the job awaited (ck.await_job, which counts itself among that job's awaiters until
 // queue_await_end).
 enum class WakeOn { Ready, Finished };
 
@@ -19,8 +19,9 @@ enum class WakeOn { Ready, Finished };
 // the shared state (no wake-up on commit) it looks again after 10 ms, doubling to 200 ms.
 // Returns when look() says so or the deadline has passed; a cancel or statement_timeout ends it
 // as an error. With sweep, each nap first frees the plans invalidations retired meanwhile, as a
-// new call would: only for a caller that holds no plan cache entry across its looks.
+// new call would: only for a caller that holds no plan cache entry across its looks. job is the
+// job awaited (WakeOn::Finished).
 void wait_for_jobs(Oid queue, WakeOn on, TimestampTz deadline, bool sweep, const std::function<bool()> &look,
-                   const std::function<TimestampTz(TimestampTz)> &due);
+                   const std::function<TimestampTz(TimestampTz)> &due, int64 job = 0);
 
 } // namespace ck

@@ -170,12 +170,18 @@ void queue_activity_init()
                           init_shared);
 }
 
-void count_at_commit(Oid queue, Activity what, uint64 n)
+void count_at_commit(Oid queue, Activity what, uint64 n, const Datum *jobs)
 {
     if (shared == nullptr || n == 0)
         return;
-    if (what == Activity::Completed || what == Activity::Buried || what == Activity::Cancelled)
-        queue_mark_finished(queue);   // ck.await_job's wake-up (every path that finishes a job counts it here)
+    // ck.await_job's wake-up (every path that finishes a job counts it here).
+    if (what == Activity::Completed || what == Activity::Buried || what == Activity::Cancelled) {
+        if (jobs == nullptr)
+            queue_mark_finished(queue);
+        else
+            for (uint64 i = 0; i < n; i++)
+                queue_mark_finished(queue, DatumGetInt64(jobs[i]));
+    }
     int level = GetCurrentTransactionNestLevel();
     int k = static_cast<int>(what);
     for (int i = 0; i < npending; i++)

@@ -25,8 +25,11 @@ enum class Activity : int {
 void queue_activity_init();
 
 // Neither raises; both are no-ops in a backend not attached to the shared state (every queue
-// function attaches before it counts: queue_statement).
-void count_at_commit(Oid queue, Activity what, uint64 n = 1);
+// function attaches before it counts: queue_statement). A count of finished jobs (Completed,
+// Buried, Cancelled) also wakes their ck.await_job callers at commit: given jobs (the n ids),
+// only those jobs' callers; without, every caller awaiting a job (a path that does not know
+// which jobs it finished).
+void count_at_commit(Oid queue, Activity what, uint64 n = 1, const Datum *jobs = nullptr);
 void count_now(Oid queue, Activity what, uint64 n = 1);
 
 // One queue's counters, for ck.queue_activity: by Activity, and since when.

@@ -1,5 +1,5 @@
-// Wake-up on commit for ck.claim_wait: shared condition variables, a per-transaction list
-// of queues to wake, and the trigger ck.queue_ready that every queue carries.
+// Wake-up on commit for ck.claim_wait and ck.await_job: shared condition variables, a
+// per-transaction list of slots to wake, and the trigger ck.queue_ready that every queue carries.
 #include "queue/signal/wakeup.hpp"
 #include "base/boundary.hpp"
 #include "base/shared_memory.hpp"
@@ -24,8 +24,9 @@ constexpr uint32 slot_count = 256;
 
 struct Slots {
     ConditionVariable cv[slot_count];
-    // ck.await_job (queue_await_*): its own condition variables, woken by commits that finish
-    // jobs, and how many callers await a job of each slot's queues (see queue_mark_finished).
+    // ck.await_job (queue_await_*): its own condition variables, addressed by job, woken by
+    // commits that finish jobs, and how many callers await a job of each slot (see
+    // queue_mark_finished).
     ConditionVariable finished_cv[slot_count];
     pg_atomic_uint32 awaiting[slot_count];
 };
@@ -39,8 +40,10 @@ uint32 marked[max_marked];
 int nmarked = 0;
 bool wake_all = false;
 
-// Queues this transaction finished jobs of (for ck.await_job); past capacity every slot is woken.
-uint32 finished[max_marked];
+// Jobs' slots this transaction finished jobs of (for ck.await_job); past capacity every slot
+// where someone awaits is woken.
+constexpr int max_finished = 64;
+uint32 finished[max_finished];
 int nfinished = 0;
 bool finished_all = false;
 int awaiting_slot = -1;   // the slot this backend counts itself in while it awaits a job
@@ -67,6 +70,14 @@ uint32 wait_event()
 uint32 slot_of(Oid queue)
 {
     return hash_combine(murmurhash32(MyDatabaseId), murmurhash32(queue)) % slot_count;
+}
+
+// ck.await_job's slot of a job: callers of different jobs of one queue sleep apart.
+uint32 slot_of_job(Oid queue, int64 job)
+{
+    uint64 j = static_cast<uint64>(job);
+    uint32 h = hash_combine(murmurhash32(MyDatabaseId), murmurhash32(queue));
+    return hash_combine(h, murmurhash32(static_cast<uint32>(j) ^ static_cast<uint32>(j >> 32))) % slot_count;
 }
 
 void on_xact(XactEvent event, void *)
@@ -185,26 +196,32 @@ void queue_wait_cancel()
     prepared = nullptr;
 }
 
-void queue_mark_finished(Oid queue)
+void queue_mark_finished(Oid queue, int64 job)
 {
     // Only recorded: the commit reads the slot's awaiters (none: no broadcast at all).
     if (slots == nullptr || finished_all)
         return;
-    uint32 slot = slot_of(queue);
+    uint32 slot = slot_of_job(queue, job);
     for (int i = 0; i < nfinished; i++)
         if (finished[i] == slot)
             return;
-    if (nfinished == max_marked)
+    if (nfinished == max_finished)
         finished_all = true;
     else
         finished[nfinished++] = slot;
 }
 
-bool queue_await_prepare(Oid queue)
+void queue_mark_finished(Oid)
+{
+    if (slots != nullptr)
+        finished_all = true;
+}
+
+bool queue_await_prepare(Oid queue, int64 job)
 {
     if (!shared_memory_attach())
         return false;
-    uint32 slot = slot_of(queue);
+    uint32 slot = slot_of_job(queue, job);
     if (awaiting_slot != static_cast<int>(slot)) {
         queue_await_end();
         pg_atomic_fetch_add_u32(&slots->awaiting[slot], 1);   // a full barrier: counted before the look

@@ -36,15 +36,19 @@ void queue_wait_prepare(Oid queue);
 void queue_wait_sleep(long timeout_ms);
 void queue_wait_cancel();
 
-// ck.await_job. A transaction that finished jobs of queue (completed, buried, cancelled: every
-// such path counts them with count_at_commit, which calls this) wakes the awaiters of the
-// queue's slot at commit, if there are any: a queue nobody awaits pays a short array append.
-// Never raises.
+// ck.await_job, whose slots are addressed by (database, queue, job): a caller sleeps on its job's
+// slot, so a commit wakes only the callers of the jobs it finished (and of jobs sharing their
+// slots), not every caller awaiting a job of the queue. A transaction that finished job of
+// queue (completed, buried, cancelled: every such path counts it with count_at_commit, which
+// calls this) wakes that job's slot at commit if anyone awaits there: a job nobody awaits costs
+// a short array append. Without a job (a path that does not know which jobs it finished), or
+// past the array's capacity, the commit wakes every slot where someone awaits. Never raise.
+void queue_mark_finished(Oid queue, int64 job);
 void queue_mark_finished(Oid queue);
-// The awaiter's side: counts itself in the queue's slot and prepares to sleep on it (before each
+// The awaiter's side: counts itself in its job's slot and prepares to sleep on it (before each
 // look; false without the shared state: poll), queue_wait_sleep, and queue_await_end once done
 // (also after an error: the count must not leak, so call it from a destructor or catch).
-bool queue_await_prepare(Oid queue);
+bool queue_await_prepare(Oid queue, int64 job);
 void queue_await_end();
 
 } // namespace ck

@@ -41,7 +41,7 @@ static Datum complete(FunctionCallInfo fcinfo, bool raise)
         bool done = ck::queue_execute(p, a.queue, c.values, c.nulls) == 1;
         if (done) {
             ready_again_on_abort(a.queue, a.id, 1);
-            ck::count_at_commit(a.queue, Activity::Completed);
+            ck::count_at_commit(a.queue, Activity::Completed, 1, &a.id);
         } else {
             ck::count_now(a.queue, Activity::LostAcks);
             if (raise)
@@ -157,11 +157,14 @@ static Datum complete_many(FunctionCallInfo fcinfo, bool raise)
         const ck::QueuePlan &p = ck::queue_statement(ck::QueueStatement::CompleteMany, queue);
         uint64 done = ck::queue_execute(p, queue, values, nulls);
         ck::count_now(queue, Activity::LostAcks, static_cast<uint64>(ids) - done);
-        ck::pg_call([&] {
+        Datum *completed = ck::pg_call([&] {   // their ids: the commit wakes their awaiters
+            Datum *done_ids = static_cast<Datum *>(palloc(sizeof(Datum) * (SPI_processed + 1)));
             for (uint64 i = 0; i < SPI_processed; i++) {
                 JobPlace was = job_place(i, 2, 1);
                 ck::frontier_on_abort(queue, was.priority, was.place);
+                done_ids[i] = Int64GetDatum(was.place.id);
             }
+            return done_ids;
         });
         if (raise && done < static_cast<uint64>(ids)) {
             Datum id = 0;
@@ -169,7 +172,7 @@ static Datum complete_many(FunctionCallInfo fcinfo, bool raise)
             first_lost_pair(fcinfo, &id, &token);
             throw lease_lost(p, id, token, "ck.try_complete_many returns the ids still held");
         }
-        ck::count_at_commit(queue, Activity::Completed, done);
+        ck::count_at_commit(queue, Activity::Completed, done, completed);
         Datum result = ck::return_result_rows(fcinfo, 1);
         return result;
     });
@@ -249,7 +252,7 @@ static Datum fail(FunctionCallInfo fcinfo, bool raise)
             char nulls[2] = {' ', error_null};
             ck::DeadDepartures departing(error_null == 'n' ? "failed" : ck::pg_call([&] { return TextDatumGetCString(error); }));
             ck::queue_execute(dead, a.queue, values, nulls);
-            ck::count_at_commit(a.queue, Activity::Buried);
+            ck::count_at_commit(a.queue, Activity::Buried, 1, &a.id);
             outcome = "dead";
         } else {
             Interval delay = retry_in ? *retry_in : ck::retry_backoff(attempts);

@@ -33,7 +33,7 @@ CK_FUNCTION(ck_cancel)
         if (n == 1) {
             // If this transaction rolls back, the job is back where it was.
             ck::ready_again_on_abort(queue, values[0], 2);
-            ck::count_at_commit(queue, ck::Activity::Cancelled);
+            ck::count_at_commit(queue, ck::Activity::Cancelled, 1, &values[0]);
             bool isnull;
             outcome = DatumGetBool(ck::result_datum(0, 1, &isnull)) ? "cancelling" : "cancelled";
         }

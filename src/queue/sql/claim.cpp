@@ -75,7 +75,7 @@ CK_FUNCTION(ck_complete_and_claim)
             throw ck::lease_lost(complete, a.id, a.token, nullptr);
         }
         ck::ready_again_on_abort(a.queue, a.id, 1);
-        ck::count_at_commit(a.queue, ck::Activity::Completed);
+        ck::count_at_commit(a.queue, ck::Activity::Completed, 1, &a.id);
         ck::resolve_after_claim(a.queue, ck::claim_once(a.queue, route.batch, route.lease, ck::Snap::Caller, route.out));
         departures.hand_over();
         ck::resolve_deferred(a.queue);

@@ -1,9 +1,9 @@
 // ck.job and ck.await_job: where a job is, and waiting until it has finished. A job is looked
 // for in the queue and its history (one statement), then among the dead letters (when the
 // caller may read them), then the identity sequence says whether its id was ever given.
-// ck.await_job looks again each time a commit that finished jobs of the queue wakes it
-// (signal/wakeup.hpp): it counts itself among the queue's awaiters before each look, so such a
-// commit either comes before the look (which sees it) or wakes it.
+// ck.await_job looks again each time a commit that finished its job (or a job sharing its slot)
+// wakes it (signal/wakeup.hpp): it counts itself among the job's awaiters before each look, so
+// such a commit either comes before the look (which sees it) or wakes it.
 #include "base/args.hpp"
 #include "queue/engine/wait.hpp"
 #include "queue/signal/wakeup.hpp"
@@ -98,7 +98,7 @@ CK_FUNCTION(ck_await_job)
                               find_job(queue, id, ck::Snap::Fresh);
                               return finished();
                           },
-                          [](TimestampTz) { return DT_NOEND; });
+                          [](TimestampTz) { return DT_NOEND; }, DatumGetInt64(id));
         result = ck::pg_call([&] {
             TupleDesc desc;
             if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
