@@ -100,6 +100,8 @@ JSONS = ["'{}'", "'{\"n\": 1}'", "'[1, 2]'"]
 RESULTS = ["ARRAY['{}'::jsonb]", "'{}'::jsonb[]", "ARRAY[NULL, '{\"ok\": true}']::jsonb[]"]   # complete_many's results
 BAD_RESULTS = ["NULL::jsonb[]", "ARRAY['{}', '{}', '{}', '{}', '{}', '{}']::jsonb[]"]
 RATE_KEYS = ["'api:1'", "'api:2'"]
+# keys of jobs: mail's (tenant:0..2, limited to 2 each, fuzz_schema.sql), and jobs' (unlimited, SCENARIOS)
+PAUSE_KEYS = ["NULL", "'tenant:0'", "'tenant:1'", "'tenant:2'"]
 BAD_JSONS = ["NULL", "'null'", "'\"x\"'", "(SELECT jsonb_agg(g) FROM generate_series(1, 5000) g)",
              "'{\"a\": {\"b\": [null, {\"c\": \"\\u00e9\"}]}}'"]
 TIMES = ["now()", "now() + interval '1 hour'", "now() - interval '1 day'"]
@@ -322,8 +324,8 @@ FUNCS = {
                                         lambda: pick(["'bo%'", "NULL"], BAD_TEXTS), iv, lambda: pick(INTS, BAD_INTS),
                                         lambda: pick(JSONS, BAD_JSONS), lambda: pick(INTS, BAD_INTS)), False, False),
     # 1.1.0 (issue 47): pause, rate limits, history and waiting for a job (settings rolled back)
-    "pause_queue": (lambda: opt([queue()], lambda: pick(["NULL", "'tenant:1'"], BAD_TEXTS)), False, True),
-    "resume_queue": (lambda: opt([queue()], lambda: pick(["NULL", "'tenant:1'"], BAD_TEXTS)), False, True),
+    "pause_queue": (lambda: opt([queue()], lambda: pick(PAUSE_KEYS, BAD_TEXTS)), False, True),
+    "resume_queue": (lambda: opt([queue()], lambda: pick(PAUSE_KEYS, BAD_TEXTS)), False, True),
     "try_rate": (lambda: [pick(RATE_KEYS, BAD_TEXTS), pick(INTS, BAD_INTS), iv()], False, False),
     "rate": (lambda: [pick(RATE_KEYS, BAD_TEXTS), pick(INTS, BAD_INTS), iv()], False, False),
     "set_rate_limit": (lambda: opt([queue(), pick(CONCURRENCY_KEYS + ["NULL"], BAD_TEXTS),
@@ -412,6 +414,23 @@ SCENARIOS = [
     # a fixed name: made once, then refused as existing (42710), so guards do not pile up
     "SELECT ck.add_overlap_guard('bookings', 'during', '{{room}}', 'fuzz_guard')",
     "SELECT ck.session_lock(7, g, '1 second'), ck.session_lock(7, g), ck.session_unlock(7, g), ck.session_unlock(7, g) FROM generate_series(1, {n}) AS g",
+    # A key paused (committed) for the cases that follow, until a later case resumes it: claims,
+    # acknowledgements, cancels, revived dead letters, limits and enqueues meet paused keys with
+    # jobs (mail's limited, jobs' unlimited, fed here).
+    "SELECT ck.pause_queue({pq}, 'tenant:' || {n} % 3)",
+    "SELECT ck.pause_queue({pq}, 'tenant:' || {n} % 3)",
+    "SELECT ck.resume_queue({pq}, 'tenant:' || {n} % 3)",
+    "SELECT ck.resume_queue(p.queue, p.concurrency_key) FROM ck.paused_keys AS p",
+    "SELECT count(ck.enqueue('jobs', '{{}}', concurrency_key => 'tenant:' || g % 3)) FROM generate_series(1, {n}) AS g",
+    "SELECT ck.set_concurrency_limit('mail', 'tenant:' || {n} % 3, {n} - 1)",
+    # leases of paused keys' jobs run out: the claim parks them, unclaimed
+    "BEGIN; UPDATE jobs SET run_at = now() WHERE lease_token IS NOT NULL AND concurrency_key IN (SELECT concurrency_key FROM ck.paused_keys); "
+    "SELECT count(*) FROM ck.claim('jobs', {n}); COMMIT",
+    "BEGIN; UPDATE mail SET run_at = now() WHERE lease_token IS NOT NULL AND concurrency_key IN (SELECT concurrency_key FROM ck.paused_keys); "
+    "SELECT count(*) FROM ck.claim_wait('mail', {n}, NULL, '0'); COMMIT",
+    # pause, claim and resume in one transaction
+    "BEGIN; SELECT ck.pause_queue({pq}, 'tenant:' || {n} % 3); SELECT count(*) FROM ck.claim({pq}, 5); "
+    "SELECT ck.resume_queue({pq}, 'tenant:' || {n} % 3); COMMIT",
 ]
 
 
@@ -423,7 +442,8 @@ def call_text(name, args):
 def scenario():
     s = rng.choice(SCENARIOS).format(
         n=rng.choice(["1", "2", "5"]), iv=iv(), col=pick(["'q2'", "'q4'", "'q8'", "'qn'", "'qd'"], BAD_NAMES),
-        amount=pick(AMOUNTS, BAD_AMOUNTS), bound=pick(BOUNDS, BAD_BOUNDS), state=pick(STATES, BAD_TEXTS))
+        amount=pick(AMOUNTS, BAD_AMOUNTS), bound=pick(BOUNDS, BAD_BOUNDS), state=pick(STATES, BAD_TEXTS),
+        pq=rng.choice(QUEUES))
     if "FROM c)" in s:
         s = "WITH c AS (SELECT * FROM ck.claim('jobs', 3)) " + s
     return s

@@ -130,6 +130,29 @@ check "... and the queue is still there" \
     test "$(su_sql -c "SELECT count(*) FROM ck.queues WHERE queue::text = 'usr.mine'")" = 1
 
 # ---------------------------------------------------------------------------------------
+# ck.paused_keys (1.1.0): anyone reads it, only the queue's owner writes it (row-level security),
+# whatever a worker's rights on the queue; a worker's claim may only lock a row (FOR KEY SHARE).
+su_sql -c "GRANT SELECT, UPDATE, DELETE ON app.pk TO $user" -c "DELETE FROM app.pk" \
+    -c "SELECT ck.enqueue('app.pk', concurrency_key => 'priv')" -c "SELECT ck.pause_queue('app.pk', 'priv')" >/dev/null
+paused() { su_sql -c "SELECT string_agg(concurrency_key || '@' || paused_at, ',') FROM ck.paused_keys WHERE queue = 'app.pk'::regclass"; }
+before=$(paused)
+got=$(as "$user" "SELECT count(*) FROM ck.paused_keys WHERE queue = 'app.pk'::regclass")
+check "ck.paused_keys: a worker reads the queue's paused keys ($got)" test "$got" = "00000 1"
+got=$(as "$user" "DELETE FROM ck.paused_keys WHERE queue = 'app.pk'::regclass")
+check "ck.paused_keys: a worker's DELETE resumes nothing ($got; $before -> $(paused))" test "$(paused)" = "$before"
+got=$(as "$user" "UPDATE ck.paused_keys SET concurrency_key = 'other' WHERE queue = 'app.pk'::regclass")
+check "ck.paused_keys: a worker's UPDATE is refused with 42501 ($got)" test "${got%% *}" = 42501 -a "$(paused)" = "$before"
+got=$(as "$user" "INSERT INTO ck.paused_keys (queue, concurrency_key) VALUES ('app.pk'::regclass, 'other')")
+check "ck.paused_keys: a worker's INSERT (a pause without its parking) is refused with 42501 ($got)" \
+    test "${got%% *}" = 42501 -a "$(paused)" = "$before"
+got=$(as "$user" "SELECT ck.resume_queue('app.pk', 'priv')")
+check "ck.paused_keys: ... and so is a worker's ck.resume_queue of the key, with 42501 ($got)" \
+    test "${got%% *}" = 42501 -a "$(paused)" = "$before"
+got=$(as "$owner" "SELECT ck.resume_queue('app.pk', 'priv')")
+check "ck.paused_keys: the owner resumes the key ($got)" test "$got" = "00000 t" -a -z "$(paused)"
+su_sql -c "REVOKE ALL ON app.pk FROM $user"
+
+# ---------------------------------------------------------------------------------------
 # Without USAGE on schema ck nothing of the extension can be called.
 su_sql -c "REVOKE USAGE ON SCHEMA ck FROM PUBLIC"
 got=$(as "$user" "SELECT ck.sqlstate_action('40001')")

@@ -47,11 +47,15 @@ RIGHTS = {
     "DELETE on app.mail_dead": ("GRANT DELETE ON app.mail_dead TO {u}", None),
     "UPDATE on app.mail_dead": ("GRANT UPDATE ON app.mail_dead TO {u}", None),
     "TRIGGER on app.stock": ("GRANT TRIGGER ON app.stock TO {u}", None),
+    "SELECT on app.pk": ("GRANT SELECT ON app.pk TO {u}", None),
+    "UPDATE on app.pk": ("GRANT UPDATE ON app.pk TO {u}", None),
+    "DELETE on app.pk": ("GRANT DELETE ON app.pk TO {u}", None),
     "ownership (member of the owner role)": ("GRANT {o} TO {u}", None),
     "SELECT on ck.lock_namespaces (PUBLIC)": (None, "REVOKE SELECT ON ck.lock_namespaces FROM PUBLIC"),
     "INSERT on ck.lock_namespaces (PUBLIC)": (None, "REVOKE INSERT ON ck.lock_namespaces FROM PUBLIC"),
     "USAGE on ck.lease_tokens (PUBLIC)": (None, "REVOKE USAGE ON SEQUENCE ck.lease_tokens FROM PUBLIC"),
     "USAGE on schema ck (PUBLIC)": (None, "REVOKE USAGE ON SCHEMA ck FROM PUBLIC"),
+    "UPDATE on ck.paused_keys (PUBLIC)": (None, "REVOKE UPDATE ON ck.paused_keys FROM PUBLIC"),
 }
 # Column rights, given only in the cells that name them.
 COLUMN_RIGHTS = {
@@ -73,7 +77,8 @@ REVOKE {o} FROM {u};
 GRANT USAGE ON SCHEMA ck TO PUBLIC;
 GRANT SELECT, INSERT ON ck.lock_namespaces TO PUBLIC;
 GRANT USAGE ON SEQUENCE ck.lease_tokens TO PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON ck.queues TO PUBLIC;"""
+GRANT SELECT, INSERT, UPDATE, DELETE ON ck.queues TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ck.paused_keys TO PUBLIC;"""
 
 CLAIM_SQL = ("UPDATE app.{q} SET lease_token = nextval('ck.lease_tokens'), run_at = now() + interval '30 seconds', "
              "attempts = attempts + 1 WHERE id = ANY (ARRAY(SELECT id FROM app.{q} WHERE run_at <= now() AND attempts < 5 "
@@ -84,6 +89,18 @@ CLAIM_MAIL = "SELECT id AS mid, lease_token AS mtok FROM ck.claim('app.mail') \\
 REGISTRY = ["SELECT on ck.lock_namespaces (PUBLIC)"]
 NEW_NAME = ["SELECT on ck.lock_namespaces (PUBLIC)", "INSERT on ck.lock_namespaces (PUBLIC)"]
 STOCK = ["USAGE on schema app", "SELECT on app.stock", "UPDATE on app.stock"]
+# Pause and resume (1.1.0): app.pk with one job of key 'priv', the key and the queue not paused
+# (PAUSE_KEY), or the key paused (RESUME_KEY); the whole queue paused (RESUME_QUEUE); or a job
+# of the paused key claimable again, its lease run out (PARKED: a claim parks it, unclaimed).
+PAUSE_KEY = ("SELECT ck.resume_queue('app.pk'), ck.resume_queue('app.pk', 'priv'); DELETE FROM app.pk; "
+             "SELECT ck.enqueue('app.pk', concurrency_key => 'priv');")
+RESUME_KEY = PAUSE_KEY + " SELECT ck.pause_queue('app.pk', 'priv');"
+RESUME_QUEUE = PAUSE_KEY + " SELECT ck.pause_queue('app.pk');"
+PARKED = (PAUSE_KEY + " SELECT count(*) FROM ck.claim('app.pk'); SELECT ck.pause_queue('app.pk', 'priv'); "
+          "UPDATE app.pk SET run_at = now() - interval '1 second';")
+# Not the owner, but a worker's rights on the queue.
+WORKER_PK = {"not the owner, a worker's rights (SELECT, UPDATE, DELETE on the queue)":
+             ["USAGE on schema app", "SELECT on app.pk", "UPDATE on app.pk", "DELETE on app.pk"]}
 
 # (function, rights, ck call, plain SQL, set-up as the superuser, extra cells {label: rights})
 FUNCS = [
@@ -271,6 +288,28 @@ FUNCS = [
      "SELECT 'app.lq'::regclass::oid AS lq \\gset",
      {"not the owner, every other right on the queue and its dead letters":
       ["USAGE on schema app", "CREATE on schema app"]}),
+    # Pause and resume are the owner's, as ck.set_concurrency_limit: a worker may not (42501),
+    # and a refused call parks nothing and leaves ck.paused_keys and ck.queues as they were.
+    ("pause_queue, a key", ["ownership (member of the owner role)"],
+     "SELECT ck.pause_queue(:pk::regclass, 'priv')", "ALTER TABLE app.pk SET (fillfactor = 100)", PAUSE_KEY, WORKER_PK),
+    ("resume_queue, a key", ["ownership (member of the owner role)"],
+     "SELECT ck.resume_queue(:pk::regclass, 'priv')", "ALTER TABLE app.pk SET (fillfactor = 100)", RESUME_KEY, WORKER_PK),
+    ("pause_queue", ["ownership (member of the owner role)"],
+     "SELECT ck.pause_queue(:pk::regclass)", "ALTER TABLE app.pk SET (fillfactor = 100)", PAUSE_KEY, WORKER_PK),
+    ("resume_queue", ["ownership (member of the owner role)"],
+     "SELECT ck.resume_queue(:pk::regclass)", "ALTER TABLE app.pk SET (fillfactor = 100)", RESUME_QUEUE, WORKER_PK),
+    # A claim that meets a job of a paused key parks it, unclaimed (the call fails with 22012 if it
+    # took the job instead), under FOR KEY SHARE of the key's row in ck.paused_keys (open to whoever
+    # may claim: the paused_keys_claimer policy): a worker's rights are enough.
+    ("claim, a paused key's job parked",
+     ["USAGE on schema app", "SELECT on app.pk", "UPDATE on app.pk", "USAGE on ck.lease_tokens (PUBLIC)",
+      "UPDATE on ck.paused_keys (PUBLIC)"],
+     "SELECT 1 / (1 - count(*))::int FROM ck.claim(:pk::regclass)",
+     "WITH k AS (SELECT FROM ck.paused_keys WHERE queue = 'app.pk'::regclass AND concurrency_key = 'priv' FOR KEY SHARE) "
+     + CLAIM_SQL.format(q="pk").replace("WHERE id = ANY", "WHERE EXISTS (SELECT FROM k) AND id = ANY"),
+     PARKED,
+     {"the README's worker rights (SELECT, UPDATE, DELETE on the queue)":
+      ["USAGE on schema app", "SELECT on app.pk", "UPDATE on app.pk", "DELETE on app.pk"]}),
     ("lock_namespace, a registered name", REGISTRY, "SELECT ck.lock_namespace('registered')",
      "SELECT id FROM ck.lock_namespaces WHERE name = 'registered'", "", {}),
     ("lock_namespace, a new name", NEW_NAME, "SELECT ck.lock_namespace('new-' || :'run' || :cell)",
@@ -358,7 +397,7 @@ def script(su, owner, user, run):
            "\\pset tuples_only on", "SET client_min_messages = warning;",
            "SELECT 'app.stock'::regclass::oid AS stock, 'app.bookings'::regclass::oid AS bookings, "
            "'app.jobs'::regclass::oid AS jobs, 'app.mail'::regclass::oid AS mail, "
-           "'app.empty'::regclass::oid AS empty \\gset"]
+           "'app.empty'::regclass::oid AS empty, 'app.pk'::regclass::oid AS pk \\gset"]
     for n, (name, label, given, taken, ck, plain, pre) in enumerate(cells(), 1):
         out.append("\\echo @@cell %d" % n)
         out.append("\\set cell %d" % n)

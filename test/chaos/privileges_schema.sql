@@ -22,6 +22,7 @@ SELECT ck.create_queue('app.mail', max_attempts => 1);
 SELECT ck.create_queue('app.empty');
 SELECT ck.create_queue('app.lim');
 SELECT ck.set_concurrency_limit('app.lim', 'k', 1);
+SELECT ck.create_queue('app.pk');   -- pause and resume of a key (1.1.0): each cell sets its key up
 SELECT count(ck.enqueue('app.jobs', '{}')) FROM generate_series(1, 2000);
 SELECT count(ck.enqueue('app.mail', '{}')) FROM generate_series(1, 1000);
 SELECT count(ck.fail('app.mail', c.id, c.lease_token, 'dead')) FROM ck.claim('app.mail', 200) AS c;
@@ -48,6 +49,8 @@ CREATE FUNCTION chaos.state() RETURNS text LANGUAGE sql VOLATILE AS $$
         (SELECT pg_catalog.string_agg(t::text, ',' ORDER BY t::text) FROM app.mail_dead AS t),
         (SELECT pg_catalog.string_agg(t::text, ',' ORDER BY t::text) FROM app.empty AS t),
         (SELECT pg_catalog.string_agg(t::text, ',' ORDER BY t::text) FROM app.lim AS t),
+        (SELECT pg_catalog.string_agg(t::text, ',' ORDER BY t::text) FROM app.pk AS t),
+        (SELECT pg_catalog.string_agg(t::text, ',' ORDER BY t::text) FROM ck.paused_keys AS t),
         (SELECT pg_catalog.string_agg(t::text, ',' ORDER BY t::text) FROM ck.concurrency_slots AS t),
         (SELECT pg_catalog.string_agg(t::text, ',' ORDER BY t::text) FROM ck.queues AS t),
         (SELECT pg_catalog.string_agg(t::text, ',' ORDER BY t::text) FROM ck.lock_namespaces AS t),

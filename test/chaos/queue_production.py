@@ -2,14 +2,16 @@
 
     python3 queue_production.py full|short
 
-One queue with a history, a job timeout, rate limits on three concurrency keys (and two keys and
-the jobs without a key unlimited). Worker threads claim (recording each claim in `starts` in the
+One queue with a history, a job timeout, rate limits on three concurrency keys, a concurrency limit
+on one (and two keys and the jobs without a key unlimited). Worker threads claim (recording each claim in `starts` in the
 claim's own transaction: a row there is a committed claim, a start), heartbeat, sometimes stall
 past the timeout, sometimes fail, and complete with a result, recording the effect in `effects`
 in the completion's transaction (exactly once). Meanwhile a pauser pauses and resumes the queue,
+a key pauser one concurrency key at a time (the limited key, an unlimited one, a rate-limited one),
 a producer enqueues, a canceller cancels, and the chaos thread terminates worker backends
-(pg_terminate_backend) and crashes the server (SIGKILL of a worker backend: crash restart).
-Then the queue is resumed and drained with bounded waits, and checked:
+(pg_terminate_backend) and crashes the server (SIGKILL of a worker backend: crash restart), each
+crash while a key is paused (the key pauser held until the server is back and the pause checked).
+Then the queue and its keys are resumed and drained with bounded waits, and checked:
 
   - every enqueued job is in exactly one place: completed (one effect, one history record
     'completed' with that effect's result) or dead (one dead letter, one history record 'buried'
@@ -19,6 +21,9 @@ Then the queue is resumed and drained with bounded waits, and checked:
     before the claim, one in its statement after it);
   - no claim committed while the queue was paused: none timed between the pause's commit (a
     clock_timestamp() read after it) and the resume (one read before it), across crash restarts;
+  - no claim of a paused key committed while it was paused (timed the same way), its pause kept by
+    every crash restart (its row of ck.paused_keys there after it, a claim then takes none of its
+    jobs), and after the last resume every job of the paused keys completed or dead, none left parked;
   - no completion was accepted after its attempt's deadline (the effect's clock_timestamp()
     before ck.try_complete against the job's timeout_at read in the same transaction), and the
     stalled attempts were refused and failed with 'timeout';
@@ -50,7 +55,9 @@ SIZES = {
 }
 RATED = {"k0": 5, "k1": 8, "k2": 4}   # key: max_jobs per PERIOD_S
 PERIOD_S = 1.0
-KEYS = list(RATED) + ["u0", "u1", None]
+LIMITED = {"c0": 2}                  # key: concurrency limit
+KEYS = list(RATED) + list(LIMITED) + ["u0", "u1", None]
+PAUSED_KEYS = ["c0", "u0", "k1"]     # paused in turn: limited, unlimited, rate-limited
 TIMEOUT_S = 1.0                      # ck.queues.timeout
 LEASE = "3 seconds"                  # capped by the claim at the attempt's deadline
 MAX_ATTEMPTS = 3
@@ -79,6 +86,10 @@ class Run:
                            lost=0, slow_commits=0, cancels=0, enqueued=0)
         self.intervals = []        # (after the pause's commit, before the resume), server clock
         self.pause_errors = 0
+        self.key_intervals = []    # (key, after the key's pause's commit, before its resume), server clock
+        self.key_paused = None     # the key paused now (its pause committed), else None
+        self.hold_key = threading.Event()   # set: the key pauser keeps its key paused (a crash is coming)
+        self.crash_checks = []     # per crash: (key, row kept, key's jobs waiting, claimed after the restart, others)
         self.kills = 0
         self.crashes = 0
         self.lock = threading.Lock()
@@ -108,6 +119,8 @@ def setup(size):
         """)
         for key, n in RATED.items():
             c.execute("SELECT ck.set_rate_limit('work', %s, %s, %s::interval)", (key, n, f"{PERIOD_S} seconds"))
+        for key, n in LIMITED.items():
+            c.execute("SELECT ck.set_concurrency_limit('work', %s, %s)", (key, n))
         enqueue(c, size["jobs"])
 
 
@@ -234,6 +247,65 @@ def pauser(run):
         conn.close()
 
 
+def key_pauser(run):
+    """Pauses and resumes one concurrency key at a time, in turn; the intervals in the server's clock.
+    While run.hold_key is set, a paused key stays paused (the chaos thread crashes the server meanwhile)."""
+    conn, key, paused_since, turn = None, None, None, 0
+    while True:
+        try:
+            if conn is None:
+                conn = reconnect("qp_key_pauser")
+                conn.execute("SET lock_timeout = '5s'")
+                if paused_since is None:   # a pause whose commit time we missed
+                    for (k,) in conn.execute("SELECT concurrency_key FROM ck.paused_keys "
+                                             "WHERE queue = 'work'::regclass").fetchall():
+                        conn.execute("SELECT ck.resume_queue('work', %s)", (k,))
+            if paused_since is None:
+                if run.stop_chaos.is_set():
+                    break
+                time.sleep(random.uniform(0.5, 1.0))
+                key, turn = PAUSED_KEYS[turn % len(PAUSED_KEYS)], turn + 1
+                conn.execute("SELECT ck.pause_queue('work', %s)", (key,))
+                paused_since = one(conn, "SELECT clock_timestamp()")
+                run.key_paused = key
+            else:
+                time.sleep(random.uniform(0.4, 0.9))
+                while run.hold_key.is_set():
+                    time.sleep(0.05)
+                before = one(conn, "SELECT clock_timestamp()")
+                conn.execute("SELECT ck.resume_queue('work', %s)", (key,))
+                run.key_paused = None
+                run.key_intervals.append((key, paused_since, before))
+                paused_since = None
+        except Exception as e:   # noqa: BLE001
+            if not lost(e) and not (conn is None or conn.closed):
+                run.pause_errors += 1
+                run.error(f"key pauser: {type(e).__name__}: {e}")
+            try:
+                conn.close()
+            except Exception:   # noqa: BLE001
+                pass
+            conn = None
+            time.sleep(0.1)
+    if conn is not None:
+        conn.close()
+
+
+def check_key_kept(key):
+    """After a crash restart with key paused: whether its row of ck.paused_keys is there, and what a claim
+    (rolled back) takes: (row kept, jobs of the key waiting, jobs of the key claimed, other jobs claimed)."""
+    with reconnect("qp_crash_check") as c:
+        kept = one(c, "SELECT count(*) FROM ck.paused_keys WHERE queue = 'work'::regclass "
+                      "AND concurrency_key = %s", (key,)) == 1
+        wait_for(lambda: one(c, "SELECT NOT paused FROM ck.queue_stats('work')"), 5, 0.05)
+        waiting = one(c, "SELECT count(*) FROM work WHERE concurrency_key = %s AND lease_token IS NULL", (key,))
+        with c.transaction(force_rollback=True):
+            mine, others = c.execute("SELECT count(*) FILTER (WHERE payload->>'key' = %s), "
+                                     "count(*) FILTER (WHERE payload->>'key' IS DISTINCT FROM %s) "
+                                     "FROM ck.claim('work', 100)", (key, key)).fetchone()
+    return kept, waiting, mine, others
+
+
 def producer(run):
     conn = None
     while not run.stop_chaos.is_set():
@@ -287,13 +359,22 @@ def chaos(run, server):
             if wait_for(terminate, 10, 0.1):
                 run.kills += 1
         else:
+            # Crash while a key is paused: its pause is held until the restart is checked.
+            run.hold_key.set()
+            key = wait_for(lambda: run.key_paused, 10, 0.05)
+            pids = wait_for(worker_pids, 30, 0.1) or [pid]
             mark = server.log_size()
-            os.kill(pid, signal.SIGKILL)
+            os.kill(random.choice(pids), signal.SIGKILL)
             run.crashes += 1
             if not wait_for(lambda: "all server processes terminated; reinitializing" in server.log_since(mark), 30):
                 run.error("chaos: no crash restart in the log within 30 s of the SIGKILL")
             if not server.wait_ready(90):
                 run.error("chaos: the server did not come back within 90 s of the crash")
+            try:
+                run.crash_checks.append((key,) + (check_key_kept(key) if key else (False, None, None, None)))
+            except Exception as e:   # noqa: BLE001
+                run.error(f"chaos: the paused key's check after the crash: {type(e).__name__}: {e}")
+            run.hold_key.clear()
 
 
 def windows(starts, n, period):
@@ -360,6 +441,35 @@ def check(tap, run, c):
            f"no claim committed while paused: {len(run.intervals)} pauses ({paused_s:.1f} s in all), "
            f"{inside} of {claims_between} committed claims inside them", "\n".join(map(str, bad[:10])))
 
+    bad = []
+    for key, since, until in run.key_intervals:
+        rows = c.execute("SELECT job_id, at FROM starts WHERE key = %s AND at > %s AND at < %s",
+                         (key, since, until)).fetchall()
+        bad += [(key, since, until, r) for r in rows]
+    per_key = {k: sum(1 for i in run.key_intervals if i[0] == k) for k in PAUSED_KEYS}
+    key_starts = one(c, "SELECT count(*) FROM starts WHERE key = ANY (%s)", (PAUSED_KEYS,))
+    tap.ok(all(n >= 1 for n in per_key.values()) and not bad and run.pause_errors == 0,
+           f"no claim of a paused key committed while it was paused: {len(run.key_intervals)} key pauses {per_key} "
+           f"({sum((u - s).total_seconds() for _, s, u in run.key_intervals):.1f} s in all), {len(bad)} of "
+           f"{key_starts} committed claims of those keys inside them", "\n".join(map(str, bad[:10])))
+
+    checks = run.crash_checks
+    tap.ok(len(checks) == run.crashes and all(k and kept and mine == 0 for k, kept, _, mine, _ in checks),
+           f"each crash restart kept the paused key's pause: {len(checks)} of {run.crashes} crashes with a key paused "
+           f"(key, its row of ck.paused_keys kept, its jobs waiting, of them a claim took after the restart, other "
+           f"jobs it took): {checks}")
+
+    left = one(c, "SELECT count(*) FROM ck.paused_keys")
+    rows = c.execute("""
+        SELECT q.key, count(*), count(*) FILTER (WHERE EXISTS (SELECT FROM effects AS e WHERE e.job_id = q.job_id)),
+               count(*) FILTER (WHERE EXISTS (SELECT FROM work_dead AS d WHERE d.id = q.job_id)),
+               count(*) FILTER (WHERE EXISTS (SELECT FROM work AS w WHERE w.id = q.job_id))
+        FROM enqueued AS q WHERE q.key = ANY (%s) GROUP BY q.key ORDER BY q.key""", (PAUSED_KEYS,)).fetchall()
+    tap.ok(left == 0 and len(rows) == len(PAUSED_KEYS) and all(n == done + dead and waiting == 0
+                                                                for _, n, done, dead, waiting in rows),
+           f"the paused keys' jobs after the last resume, none left parked or lost: {left} keys still paused; "
+           f"(key, jobs, completed, dead letters, still queued): {rows}")
+
     late, no_deadline, n_effects = c.execute(
         "SELECT count(*) FILTER (WHERE before_ack >= timeout_at), count(*) FILTER (WHERE timeout_at IS NULL), count(*) "
         "FROM effects").fetchone()
@@ -386,7 +496,7 @@ def main(argv):
     try:
         setup(size)
         threads = [threading.Thread(target=worker, args=(run, i), daemon=True) for i in range(size["workers"])]
-        side = [threading.Thread(target=f, args=(run,), daemon=True) for f in (pauser, producer)]
+        side = [threading.Thread(target=f, args=(run,), daemon=True) for f in (pauser, key_pauser, producer)]
         for t in threads + side:
             t.start()
         chaos_started = time.monotonic()
@@ -398,16 +508,18 @@ def main(argv):
         run.draining.set()
         tap.ok(not any(t.is_alive() for t in side) and run.crashes == size["crashes"] and run.kills == size["kills"],
                f"{time.monotonic() - chaos_started:.0f} s under load: {run.crashes} crash restarts, {run.kills} worker "
-               f"backends terminated, {len(run.intervals)} pauses; {run.counts}")
+               f"backends terminated, {len(run.intervals)} pauses, {len(run.key_intervals)} key pauses; {run.counts}")
         c = reconnect("qp_check")
-        tap.ok(one(c, "SELECT NOT paused FROM ck.queue_stats('work')"), "the queue is resumed for the drain")
+        tap.ok(one(c, "SELECT NOT paused FROM ck.queue_stats('work')")
+               and one(c, "SELECT count(*) = 0 FROM ck.paused_keys WHERE queue = 'work'::regclass"),
+               "the queue and its keys are resumed for the drain")
         drained = wait_for(lambda: one(c, "SELECT count(*) = 0 FROM work"), DRAIN_BOUND_S, 0.2)
         tap.comment(f"drained: {bool(drained)} after {time.monotonic() - chaos_started:.0f} s")
         run.stop_all.set()
         for t in threads:
             t.join(30)
         tap.ok(not run.errors and not any(t.is_alive() for t in threads),
-               "workers, pauser and producer met no error but lost connections", "\n".join(run.errors[:20]))
+               "workers, pausers and producer met no error but lost connections", "\n".join(run.errors[:20]))
         check(tap, run, c)
         c.close()
     except Exception:   # noqa: BLE001
