@@ -386,7 +386,9 @@ The throwaway cluster (test/cluster.sh), autovacuum at the server's defaults (on
 $(value -c 'SHOW autovacuum_naptime'), cost limit $(value -c "SELECT CASE current_setting('autovacuum_vacuum_cost_limit') WHEN '-1' THEN current_setting('vacuum_cost_limit')
 ELSE current_setting('autovacuum_vacuum_cost_limit') END"), cost delay $(value -c 'SHOW autovacuum_vacuum_cost_delay')); ck's queue as
 \`ck.create_queue\` makes it (its own autovacuum scale factors 0.02), the seed's table with no options
-(test/bench/sustained/setup.sql, made anew and empty for each run). **Library**: *preloaded*, concurrency_kit in
+(test/bench/sustained/setup.sql, made anew and empty for each run); *history on* (system ckh, 1.1.0): ck's queue
+with \`ck.set_history(queue, '1 day', '1 hour')\`, each completion also writing the job's record into the hour's
+partition of its history (insert-only: no dead tuples there, whatever the horizon). **Library**: *preloaded*, concurrency_kit in
 shared_preload_libraries; *not preloaded*, installed and created only (the cluster restarted without it by
 \`test/cluster.sh preload off\`): from 0.4.0 the queue's shared state (the claim frontier, claim_wait's wake-ups,
 the activity counters) is then made at the first use of a queue after the restart. The seed uses nothing of the
