@@ -1040,6 +1040,7 @@ DECLARE
     r ck.queues := ck_internal.history_queue(queue, false);
     seconds pg_catalog.float8 := pg_catalog.date_part('epoch', r.history_period);
     part record;
+    counts pg_catalog.int8[];
     dflt pg_catalog.regclass;
 BEGIN
     IF r.history IS NULL THEN
@@ -1052,18 +1053,26 @@ BEGIN
         WHERE p.queue OPERATOR(pg_catalog.=) history_counts.queue AND p.sealed AND s.n OPERATOR(pg_catalog.>) 0
           AND (since IS NULL OR p.ends OPERATOR(pg_catalog.>) since)
         ORDER BY p.starts, s.state;
-    -- The others (the current period): counted now, through the history (pruned to the one partition).
+    -- The others (the current period): counted now, through the history (pruned to the one
+    -- partition), in one pass of three counts as the seal counts (a GROUP BY sorted or hashed
+    -- every row: twice the time at 10 million rows, test/bench/results-1.1.0-history-pg18.md).
     FOR part IN SELECT p.starts, p.ends FROM ck.history_partitions AS p WHERE p.queue OPERATOR(pg_catalog.=) history_counts.queue
                 AND NOT p.sealed AND p.starts OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()
                 AND (since IS NULL OR p.ends OPERATOR(pg_catalog.>) since) ORDER BY p.starts LOOP
-        RETURN QUERY EXECUTE pg_catalog.format('SELECT $1, $2, h.state, pg_catalog.count(*) FROM %s AS h'
-                                               ' WHERE h.finished_at OPERATOR(pg_catalog.>=) $1 AND h.finished_at OPERATOR(pg_catalog.<) $2'
-                                               ' GROUP BY h.state ORDER BY h.state', r.history) USING part.starts, part.ends;
+        EXECUTE pg_catalog.format('SELECT ARRAY[pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) %L),'
+                                  ' pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) %L),'
+                                  ' pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) %L)] FROM %s AS h'
+                                  ' WHERE h.finished_at OPERATOR(pg_catalog.>=) $1 AND h.finished_at OPERATOR(pg_catalog.<) $2',
+                                  'buried', 'cancelled', 'completed', r.history) INTO counts USING part.starts, part.ends;
+        RETURN QUERY SELECT part.starts, part.ends, s.state, s.n
+            FROM (VALUES ('buried'::pg_catalog.text, counts[1]), ('cancelled', counts[2]), ('completed', counts[3])) AS s(state, n)
+            WHERE s.n OPERATOR(pg_catalog.>) 0;
     END LOOP;
-    -- Rows the default partition caught, by period.
-    dflt := (SELECT i.inhrelid::pg_catalog.regclass FROM pg_catalog.pg_inherits AS i JOIN pg_catalog.pg_class AS c
-             ON c.oid OPERATOR(pg_catalog.=) i.inhrelid WHERE i.inhparent OPERATOR(pg_catalog.=) r.history
-             AND pg_catalog.pg_get_expr(c.relpartbound, c.oid) OPERATOR(pg_catalog.=) 'DEFAULT');
+    -- Rows the default partition caught, by period (pg_partitioned_table names it: no bound of
+    -- every partition deparsed at each call).
+    dflt := (SELECT CASE WHEN t.partdefid OPERATOR(pg_catalog.<>) 0 THEN t.partdefid::pg_catalog.regclass END
+             FROM pg_catalog.pg_partitioned_table AS t
+             WHERE t.partrelid OPERATOR(pg_catalog.=) r.history);
     IF dflt IS NOT NULL THEN
         RETURN QUERY EXECUTE pg_catalog.format('SELECT f.s, f.s OPERATOR(pg_catalog.+) $2, f.state, pg_catalog.count(*) FROM (SELECT'
             ' pg_catalog.to_timestamp(pg_catalog.floor(pg_catalog.date_part(%L, h.finished_at) OPERATOR(pg_catalog./) $1) OPERATOR(pg_catalog.*) $1) AS s,'

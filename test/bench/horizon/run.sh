@@ -3,7 +3,9 @@
 # xmin horizon. For each configuration of the library (CK_HORIZON_PRELOAD, default "on off": on, in
 # shared_preload_libraries; off, installed and created only; the cluster restarted into each with test/cluster.sh
 # preload on|off), each variant (CK_HORIZON_VARIANTS, default "idle rr") and each system (ck: ck.claim + ck.complete;
-# the seed: UPDATE ... (SELECT ... FOR UPDATE SKIP LOCKED) + DELETE), one at a time, each on a freshly made, empty
+# ckh: the same on a queue keeping its finished jobs (ck.set_history, 1.1.0: each completion also writes the job's
+# record into the current hourly partition of its history); the seed: UPDATE ... (SELECT ... FOR UPDATE SKIP LOCKED)
+# + DELETE), one at a time, each on a freshly made, empty
 # table (test/bench/sustained/setup.sql) in one database: 2 producers offer 800 jobs/s in all (pgbench -R), 6
 # workers claim one job per transaction and complete it in the next; synchronous_commit off for every client,
 # autovacuum at the server's defaults. The timeline: CLEAN (CK_HORIZON_CLEAN s, default 60), then PIN
@@ -39,9 +41,11 @@ producers=2
 workers=6
 total=$((clean + pin + recover))
 read -r -a systems <<<"${CK_HORIZON_SYSTEMS:-ck seed}"
-declare -A label=([ck]="ck.claim + ck.complete" [seed]="seed: SKIP LOCKED + DELETE")
-# The tables are those of test/bench/sustained/setup.sql, which makes both empty; each run uses one of them.
-declare -A table=([ck]=sustained [seed]=tasks)
+declare -A label=([ck]="ck.claim + ck.complete" [ckh]="ck.claim + ck.complete, history on" [seed]="seed: SKIP LOCKED + DELETE")
+# The tables are those of test/bench/sustained/setup.sql, which makes both empty; each run uses one of them. ckh runs
+# ck's scripts (work_ck.sql, produce_ck.sql) on ck's queue with its history turned on.
+declare -A table=([ck]=sustained [ckh]=sustained [seed]=tasks)
+declare -A scripts=([ck]=ck [ckh]=ck [seed]=seed)
 read -r -a configs <<<"${CK_HORIZON_PRELOAD:-on off}"
 declare -A config_label=([on]="preloaded" [off]="not preloaded")
 declare -A variant_label=([idle]="an idle transaction holding an XID" [rr]="four REPEATABLE READ sessions scanning in a loop")
@@ -53,7 +57,7 @@ for c in "${configs[@]}"; do
     [[ -n ${config_label[$c]:-} ]] || { echo "CK_HORIZON_PRELOAD: unknown configuration $c (on, off)" >&2; exit 2; }
 done
 for s in "${systems[@]}"; do
-    [[ -n ${label[$s]:-} ]] || { echo "CK_HORIZON_SYSTEMS: unknown system $s (ck, seed)" >&2; exit 2; }
+    [[ -n ${label[$s]:-} ]] || { echo "CK_HORIZON_SYSTEMS: unknown system $s (ck, ckh, seed)" >&2; exit 2; }
 done
 ((clean >= 10 && pin >= 10 && recover >= 10)) || { echo "phases of 10 s at least" >&2; exit 2; }
 
@@ -180,7 +184,11 @@ run() {
     sql -c 'DROP TABLE IF EXISTS horizon_wait' \
         -c 'CREATE UNLOGGED TABLE horizon_wait (at timestamptz NOT NULL DEFAULT clock_timestamp(), wait_ms float8 NOT NULL)' \
         -c CHECKPOINT
-    if [[ $system == ck ]]; then
+    # ckh: a history kept a day in hourly partitions (made two periods ahead by the maintenance ck.set_history
+    # runs: enough for a run of up to an hour), made anew: a history outlives the queue that setup.sql drops.
+    [[ $system != ckh ]] ||
+        sql -c "DROP TABLE IF EXISTS sustained_history" -c "SELECT ck.set_history('sustained', '1 day', '1 hour')" >/dev/null
+    if [[ $system != seed ]]; then
         index=$(value -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'sustained'::regclass AND indnatts = 3")
     else
         index=tasks_ready
@@ -191,14 +199,14 @@ run() {
     echo "== $variant, $system, library ${config_label[$config]}: clean $clean s, pin $pin s, recover $recover s ($(date -u +%H:%M:%S) UTC)"
     rm -f "$work/stop" "$work"/log_*
     pgbench -n -M prepared -T "$total" -c "$workers" -j 1 -l --log-prefix="$work/log_$tag" \
-        -D phase=0 -D id=0 -D token=0 -D wait=0 -f "$here/work_$system.sql" >"$work/workers_$tag.out" 2>&1 &
+        -D phase=0 -D id=0 -D token=0 -D wait=0 -f "$here/work_${scripts[$system]}.sql" >"$work/workers_$tag.out" 2>&1 &
     wpid=$!
     pids+=("$wpid")
     pgbench -n -M prepared -T "$total" -c "$producers" -j 1 -R "$rate" \
-        -f "$here/produce_$system.sql" >"$work/producers_$tag.out" 2>&1 &
+        -f "$here/produce_${scripts[$system]}.sql" >"$work/producers_$tag.out" 2>&1 &
     ppid=$!
     pids+=("$ppid")
-    monitor "$work/stop" "$out/samples_$tag.dat" "$index" "$([[ $system != ck ]] || echo "$rel")" &
+    monitor "$work/stop" "$out/samples_$tag.dat" "$index" "$([[ $system == seed ]] || echo "$rel")" &
     mpid=$!
     pids+=("$mpid")
 
@@ -210,7 +218,7 @@ run() {
         WHERE application_name LIKE 'ck_horizon_%'")"
     sleep_until $((clean + pin - 2))
     # which way ck's claims went at the end of the pin (ck.claim_path, 0.4.0: frontier, discover, full)
-    [[ $system != ck ]] ||
+    [[ $system == seed ]] ||
         path=$(value -F ': ' -c "SELECT path, reason FROM ck.claim_path('$rel')" 2>&1 | tr '\n' ' ') || path="? ($path)"
     sleep_until $((clean + pin))
     if [[ $variant == idle ]]; then pin_idle_stop; else pin_rr_stop; fi
@@ -336,7 +344,7 @@ mapfile -t majors < <(printf '%s\n' "${majors[@]}" | sort -n)
 # series MAJOR VARIANT: the runs of that variant on that major whose data is here, as SYSTEM_preload-CONFIG.
 series() {
     local system config
-    for system in ck seed; do
+    for system in ck ckh seed; do
         for config in on off; do
             [[ ! -e $data/pg$1/horizon_$2_${system}_preload-$config.dat ]] || echo "${system}_preload-$config"
         done
@@ -378,7 +386,9 @@ The throwaway cluster (test/cluster.sh), autovacuum at the server's defaults (on
 $(value -c 'SHOW autovacuum_naptime'), cost limit $(value -c "SELECT CASE current_setting('autovacuum_vacuum_cost_limit') WHEN '-1' THEN current_setting('vacuum_cost_limit')
 ELSE current_setting('autovacuum_vacuum_cost_limit') END"), cost delay $(value -c 'SHOW autovacuum_vacuum_cost_delay')); ck's queue as
 \`ck.create_queue\` makes it (its own autovacuum scale factors 0.02), the seed's table with no options
-(test/bench/sustained/setup.sql, made anew and empty for each run). **Library**: *preloaded*, concurrency_kit in
+(test/bench/sustained/setup.sql, made anew and empty for each run); *history on* (system ckh, 1.1.0): ck's queue
+with \`ck.set_history(queue, '1 day', '1 hour')\`, each completion also writing the job's record into the hour's
+partition of its history (insert-only: no dead tuples there, whatever the horizon). **Library**: *preloaded*, concurrency_kit in
 shared_preload_libraries; *not preloaded*, installed and created only (the cluster restarted without it by
 \`test/cluster.sh preload off\`): from 0.4.0 the queue's shared state (the claim frontier, claim_wait's wake-ups,
 the activity counters) is then made at the first use of a queue after the restart. The seed uses nothing of the
