@@ -556,7 +556,7 @@ CREATE TABLE ck.rates (
     bucket bigint NOT NULL,     -- the latest bucket counted in (microseconds since 1970 / width)
     total  bigint NOT NULL,     -- calls ever counted
     marks  bigint[] NOT NULL    -- marks[k + 1]: calls counted before bucket - k began, k = 0..10
-);
+) WITH (fillfactor = 90);   -- room for its rows' next versions: a count is a HOT update, even a key's first
 COMMENT ON TABLE ck.rates IS 'rate keys of ck.try_rate and ck.rate: the calls counted per key, in buckets of a tenth of the period';
 GRANT SELECT, INSERT, UPDATE ON ck.rates TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('ck.rates', '');
@@ -610,7 +610,7 @@ CREATE TABLE ck.rate_starts (
     marks           bigint[] NOT NULL,
     booked          timestamptz,
     PRIMARY KEY (queue, keyed, concurrency_key)
-);
+) WITH (fillfactor = 90);   -- as ck.rates: a claim's count is a HOT update, even a key's first
 COMMENT ON TABLE ck.rate_starts IS 'claims counted per queue and rate-limited concurrency key, in buckets of a tenth of the period (as ck.rates), and how far jobs over the rate were put off';
 ALTER TABLE ck.rate_starts ENABLE ROW LEVEL SECURITY;
 CREATE POLICY rate_starts_claimer ON ck.rate_starts FOR ALL
