@@ -109,6 +109,9 @@ INSERT INTO expected_internal VALUES
     ('history_queue',       '{regclass,boolean}',                                     'ck.queues', 'stable', 'safe',  false),
     ('queue_rates_dropped', '{}',                                                     'trigger', 'volatile',  'unsafe', false),
     ('queue_rates_distributed', '{}',                                                 'trigger', 'volatile',  'unsafe', false),
+    ('settle_paused_key',   '{regclass,text}',                                        'void',    'volatile',  'unsafe', false),
+    ('queue_paused_keys_dropped', '{}',                                               'trigger', 'volatile',  'unsafe', false),
+    ('queue_paused_keys_distributed', '{}',                                           'trigger', 'volatile',  'unsafe', false),
     ('session_locks_held',  '{}',                                                     'setof record', 'volatile', 'unsafe', false);
 
 CREATE TEMP VIEW expected_all AS
