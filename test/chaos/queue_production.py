@@ -89,6 +89,7 @@ class Run:
         self.key_intervals = []    # (key, after the key's pause's commit, before its resume), server clock
         self.key_paused = None     # the key paused now (its pause committed), else None
         self.hold_key = threading.Event()   # set: the key pauser keeps its key paused (a crash is coming)
+        self.key_lock = threading.Lock()    # hold_key is set, and key_paused cleared before a resume, under it
         self.crash_checks = []     # per crash: (key, row kept, key's jobs waiting, claimed after the restart, others)
         self.kills = 0
         self.crashes = 0
@@ -211,6 +212,20 @@ def work_once(run, i, conn):
             run.add("stalled_accepted")
 
 
+def pauser_failed(run, conn, e, who):
+    """A pauser's step failed: an error counts unless the connection was lost (the crashes); the connection
+    is closed either way and made again at the next step (returns None)."""
+    if not lost(e) and not (conn is None or conn.closed):
+        run.pause_errors += 1
+        run.error(f"{who}: {type(e).__name__}: {e}")
+    try:
+        conn.close()
+    except Exception:   # noqa: BLE001
+        pass
+    time.sleep(0.1)
+    return None
+
+
 def pauser(run):
     """Pauses and resumes the queue; the intervals in the server's clock."""
     conn, paused_since = None, None
@@ -234,15 +249,7 @@ def pauser(run):
                 run.intervals.append((paused_since, before))
                 paused_since = None
         except Exception as e:   # noqa: BLE001
-            if not lost(e) and not (conn is None or conn.closed):
-                run.pause_errors += 1
-                run.error(f"pauser: {type(e).__name__}: {e}")
-            try:
-                conn.close()
-            except Exception:   # noqa: BLE001
-                pass
-            conn = None
-            time.sleep(0.1)
+            conn = pauser_failed(run, conn, e, "pauser")
     if conn is not None:
         conn.close()
 
@@ -270,23 +277,19 @@ def key_pauser(run):
                 run.key_paused = key
             else:
                 time.sleep(random.uniform(0.4, 0.9))
-                while run.hold_key.is_set():
-                    time.sleep(0.05)
+                # Once the chaos thread holds the pause, no resume starts; one that started first has
+                # cleared key_paused, so the crash waits for the next key's pause.
+                with run.key_lock:
+                    if run.hold_key.is_set():
+                        run.key_paused = key   # (again, after a resume that failed)
+                        continue
+                    run.key_paused = None
                 before = one(conn, "SELECT clock_timestamp()")
                 conn.execute("SELECT ck.resume_queue('work', %s)", (key,))
-                run.key_paused = None
                 run.key_intervals.append((key, paused_since, before))
                 paused_since = None
         except Exception as e:   # noqa: BLE001
-            if not lost(e) and not (conn is None or conn.closed):
-                run.pause_errors += 1
-                run.error(f"key pauser: {type(e).__name__}: {e}")
-            try:
-                conn.close()
-            except Exception:   # noqa: BLE001
-                pass
-            conn = None
-            time.sleep(0.1)
+            conn = pauser_failed(run, conn, e, "key pauser")
     if conn is not None:
         conn.close()
 
@@ -360,7 +363,8 @@ def chaos(run, server):
                 run.kills += 1
         else:
             # Crash while a key is paused: its pause is held until the restart is checked.
-            run.hold_key.set()
+            with run.key_lock:
+                run.hold_key.set()
             key = wait_for(lambda: run.key_paused, 10, 0.05)
             pids = wait_for(worker_pids, 30, 0.1) or [pid]
             mark = server.log_size()
