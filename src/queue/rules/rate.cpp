@@ -25,18 +25,18 @@ struct Claimed {
     JobPlace was;       // where the claim found it
 };
 
-// Runs a rate statement of the job's key (stripe: $7); its rows are not kept. *first: the first
-// column of its one row, if it returned one (and *isnull).
-uint64 run(QueueStatement kind, Oid queue, const Claimed &job, Snap snap, int32 stripe = -1, Datum *first = nullptr,
-           bool *isnull = nullptr)
+// Runs a rate statement of the job's key (stripe: $7); its rows are not kept. cols: the first
+// ncols columns of its one row, if it returned one (and their nulls).
+uint64 run(QueueStatement kind, Oid queue, const Claimed &job, Snap snap, int32 stripe = -1, Datum *cols = nullptr,
+           bool *nulls = nullptr, int ncols = 1)
 {
     const QueuePlan &p = queue_statement(kind, queue);
     Datum key = pg_call([&] { return PointerGetDatum(cstring_to_text_with_len(job.key.data(), static_cast<int>(job.key.size()))); });
     Datum values[7] = {ObjectIdGetDatum(queue), BoolGetDatum(job.keyed), key, Int32GetDatum(job.limit->max_jobs),
                        IntervalPGetDatum(&job.limit->period), Int64GetDatum(job.limit->width), Int32GetDatum(stripe)};
     uint64 n = queue_execute(p, queue, values, nullptr, snap);
-    if (first != nullptr && n == 1)
-        *first = result_datum(0, 1, isnull);
+    for (int i = 0; cols != nullptr && n == 1 && i < ncols; i++)
+        cols[i] = result_datum(0, i + 1, &nulls[i]);
     pg_call([&] {
         if (SPI_tuptable != nullptr)
             SPI_freetuptable(SPI_tuptable);
@@ -55,23 +55,10 @@ struct Stripes {
 
 Stripes probe(Oid queue, const Claimed &job, int32 above)
 {
-    const QueuePlan &p = queue_statement(QueueStatement::RateProbe, queue);
-    Datum key = pg_call([&] { return PointerGetDatum(cstring_to_text_with_len(job.key.data(), static_cast<int>(job.key.size()))); });
-    Datum values[7] = {ObjectIdGetDatum(queue), BoolGetDatum(job.keyed), key, Int32GetDatum(job.limit->max_jobs),
-                       IntervalPGetDatum(&job.limit->period), Int64GetDatum(job.limit->width), Int32GetDatum(above)};
-    queue_execute(p, queue, values, nullptr, Snap::Latest);
-    bool isnull;
-    Stripes s;
-    s.rows = DatumGetInt32(result_datum(0, 1, &isnull));
-    s.other_width = DatumGetBool(result_datum(0, 2, &isnull));
-    Datum w = result_datum(0, 3, &isnull);
-    s.wait_on = isnull ? -1 : DatumGetInt32(w);
-    s.room = DatumGetBool(result_datum(0, 4, &isnull));
-    pg_call([&] {
-        SPI_freetuptable(SPI_tuptable);
-        pfree(DatumGetPointer(key));
-    });
-    return s;
+    Datum c[4];
+    bool nulls[4];
+    run(QueueStatement::RateProbe, queue, job, Snap::Latest, above, c, nulls, 4);   // an aggregate: one row
+    return {DatumGetInt32(c[0]), DatumGetBool(c[1]), nulls[2] ? -1 : DatumGetInt32(c[2]), DatumGetBool(c[3])};
 }
 
 bool key_less(bool a_keyed, const std::string &a, bool b_keyed, const std::string &b)
@@ -137,14 +124,17 @@ Took take(Oid queue, const Claimed &job, RateKeyHeld *held)
     return Took::GiveBack;
 }
 
-// Gives the job back unclaimed at the next moment its key has room; if this transaction aborts
-// it is ready where the claim found it, and once it commits, at that moment.
-void put_off(Oid queue, const Claimed &job)
+// Gives the job back unclaimed at the next moment its key has room (booked on a stripe, which the
+// claim then holds); if this transaction aborts it is ready where the claim found it, and once it
+// commits, at that moment.
+void put_off(Oid queue, const Claimed &job, RateKeyHeld *held)
 {
-    Datum d;
-    bool isnull = true;
-    run(QueueStatement::RatePutOff, queue, job, Snap::Latest, -1, &d, &isnull);
-    TimestampTz at = isnull ? 0 : DatumGetTimestampTz(d);
+    Datum c[2];
+    bool nulls[2] = {true, true};
+    run(QueueStatement::RatePutOff, queue, job, Snap::Latest, -1, c, nulls, 2);
+    TimestampTz at = nulls[0] ? 0 : DatumGetTimestampTz(c[0]);
+    if (!nulls[1])
+        hold(held, job, DatumGetInt32(c[1]));
     if (at == 0)
         at = GetCurrentTimestamp();   // no row: it went since (a limit removed); ready again now
     const QueuePlan &defer = queue_statement(QueueStatement::RateDefer, queue);
@@ -205,7 +195,7 @@ uint64 rate_filter(Oid queue, const QueuePlan &claim, RateKeyHeld *held)
         case Took::Counted:
             break;
         case Took::Over:
-            put_off(queue, job);
+            put_off(queue, job, held);
             over[job.row] = true;
             break;
         case Took::GiveBack:

@@ -585,12 +585,13 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                   w.other + "), false), pg_catalog.min(r.stripe) FILTER (WHERE r.stripe" CK_OP(">") "$7 AND " + w.room +
                   "), COALESCE(pg_catalog.bool_or(" + w.room + "), false) FROM ck.rate_starts AS r" + key;
             break;
-        default:   // RatePutOff: booked on the stripe free first that no other claim holds, else the moment unbooked
+        default:   // RatePutOff: booked on the stripe free first that no other claim holds (and which), else the
+                   // moment unbooked
             sql = "WITH s AS (SELECT r.stripe FROM ck.rate_starts AS r" + key + " AND " + active + " ORDER BY " + free +
                   ", r.stripe LIMIT 1 FOR UPDATE SKIP LOCKED), u AS (UPDATE ck.rate_starts AS r SET booked = " + free +
                   CK_OP("+") + step + " FROM s" + key + " AND r.stripe" EQ "s.stripe RETURNING r.booked" CK_OP("-") + step +
-                  " AS at) SELECT COALESCE((SELECT u.at FROM u), (SELECT pg_catalog.min(" + free + ") FROM ck.rate_starts AS r" +
-                  key + " AND " + active + "))";
+                  " AS at, r.stripe) SELECT COALESCE((SELECT u.at FROM u), (SELECT pg_catalog.min(" + free + ") FROM ck.rate_starts AS r" +
+                  key + " AND " + active + ")), (SELECT u.stripe FROM u)";
             break;
         }
         return {sql, {REGCLASSOID, BOOLOID, TEXTOID, INT4OID, INTERVALOID, INT8OID, INT4OID}, 7, 0};
