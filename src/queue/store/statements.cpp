@@ -564,10 +564,13 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         const std::string free = "GREATEST(" + w.next + ", r.booked, pg_catalog.clock_timestamp())";
         std::string sql;
         switch (kind) {
-        case QueueStatement::RateTake:   // the first stripe with room that no other claim holds, never waiting
+        // The first stripe with room that no other claim holds, never waiting. Its room is checked on
+        // the version it locks (the latest), which nobody changes before the UPDATE, and the clock
+        // only frees room: not again.
+        case QueueStatement::RateTake:
             sql = "WITH s AS (SELECT r.stripe FROM ck.rate_starts AS r" + key + " AND " + w.room +
-                  " ORDER BY r.stripe LIMIT 1 FOR UPDATE SKIP LOCKED) UPDATE ck.rate_starts AS r SET " + w.count + " FROM s" +
-                  key + " AND r.stripe" EQ "s.stripe AND " + w.room + " RETURNING r.stripe";
+                  " ORDER BY r.stripe LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) UPDATE ck.rate_starts AS r SET " + w.count +
+                  " FROM s" + key + " AND r.stripe" EQ "s.stripe RETURNING r.stripe";
             break;
         case QueueStatement::RateWait:   // stripe $7, waiting for the claim that holds it
             sql = "UPDATE ck.rate_starts AS r SET " + w.count + key + " AND r.stripe" EQ "$7 AND " + w.room + " RETURNING r.stripe";
@@ -588,7 +591,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         default:   // RatePutOff: booked on the stripe free first that no other claim holds (and which), else the
                    // moment unbooked
             sql = "WITH s AS (SELECT r.stripe FROM ck.rate_starts AS r" + key + " AND " + active + " ORDER BY " + free +
-                  ", r.stripe LIMIT 1 FOR UPDATE SKIP LOCKED), u AS (UPDATE ck.rate_starts AS r SET booked = " + free +
+                  ", r.stripe LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED), u AS (UPDATE ck.rate_starts AS r SET booked = " + free +
                   CK_OP("+") + step + " FROM s" + key + " AND r.stripe" EQ "s.stripe RETURNING r.booked" CK_OP("-") + step +
                   " AS at, r.stripe) SELECT COALESCE((SELECT u.at FROM u), (SELECT pg_catalog.min(" + free + ") FROM ck.rate_starts AS r" +
                   key + " AND " + active + ")), (SELECT u.stripe FROM u)";
