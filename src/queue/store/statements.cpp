@@ -568,9 +568,9 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         // the version it locks (the latest), which nobody changes before the UPDATE, and the clock
         // only frees room: not again.
         case QueueStatement::RateTake:
-            sql = "WITH s AS (SELECT r.stripe FROM ck.rate_starts AS r" + key + " AND " + w.room +
-                  " ORDER BY r.stripe LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) UPDATE ck.rate_starts AS r SET " + w.count +
-                  " FROM s" + key + " AND r.stripe" EQ "s.stripe RETURNING r.stripe";
+            // (An init plan: the sub-select's r is its own row.)
+            sql = "UPDATE ck.rate_starts AS r SET " + w.count + key + " AND r.stripe" EQ "(SELECT r.stripe FROM ck.rate_starts AS r" +
+                  key + " AND " + w.room + " ORDER BY r.stripe LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) RETURNING r.stripe";
             break;
         case QueueStatement::RateWait:   // stripe $7, waiting for the claim that holds it
             sql = "UPDATE ck.rate_starts AS r SET " + w.count + key + " AND r.stripe" EQ "$7 AND " + w.room + " RETURNING r.stripe";
