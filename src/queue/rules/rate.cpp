@@ -4,6 +4,8 @@
 #include "queue/store/place.hpp"
 
 extern "C" {
+#include "access/transam.h"
+#include "access/xact.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 }
@@ -47,18 +49,43 @@ uint64 run(QueueStatement kind, Oid queue, const Claimed &job, Snap snap, int32 
 
 // What a key's stripes look like, read with the latest snapshot and no lock (RateProbe).
 struct Stripes {
-    int32 rows;          // its active stripes that have a row
-    bool other_width;    // some counted with another period: to rescale first
-    int32 wait_on;       // the lowest stripe with room above the one given (-1: none)
-    bool room;           // any stripe with room (held or not)
+    int32 rows = 0;             // its active stripes that have a row
+    bool other_width = false;   // some counted with another period: to rescale first
+    bool room = false;          // any stripe with room (held or not)
+    int32 mine = -1;            // the greatest stripe this transaction holds (-1: none)
+    std::vector<int32> with_room;
 };
 
-Stripes probe(Oid queue, const Claimed &job, int32 above)
+// A row a statement locked stays locked when its recheck then failed (an UPDATE that waited, a
+// SKIP LOCKED pick whose row changed since the snapshot): which stripes this transaction holds is
+// read from their lockers, not guessed.
+Stripes probe(Oid queue, const Claimed &job)
 {
-    Datum c[4];
-    bool nulls[4];
-    run(QueueStatement::RateProbe, queue, job, Snap::Latest, above, c, nulls, 4);   // an aggregate: one row
-    return {DatumGetInt32(c[0]), DatumGetBool(c[1]), nulls[2] ? -1 : DatumGetInt32(c[2]), DatumGetBool(c[3])};
+    const QueuePlan &p = queue_statement(QueueStatement::RateProbe, queue);
+    Datum key = pg_call([&] { return PointerGetDatum(cstring_to_text_with_len(job.key.data(), static_cast<int>(job.key.size()))); });
+    Datum values[7] = {ObjectIdGetDatum(queue), BoolGetDatum(job.keyed), key, Int32GetDatum(job.limit->max_jobs),
+                       IntervalPGetDatum(&job.limit->period), Int64GetDatum(job.limit->width), Int32GetDatum(-1)};
+    uint64 n = queue_execute(p, queue, values, nullptr, Snap::Latest);
+    Stripes s;
+    for (uint64 i = 0; i < n; i++) {
+        bool isnull;
+        int32 stripe = DatumGetInt32(result_datum(i, 1, &isnull));
+        TransactionId locker = DatumGetTransactionId(result_datum(i, 2, &isnull));
+        if (DatumGetBool(result_datum(i, 3, &isnull)))
+            s.rows++;
+        s.other_width |= DatumGetBool(result_datum(i, 4, &isnull));
+        if (DatumGetBool(result_datum(i, 5, &isnull))) {
+            s.room = true;
+            s.with_room.push_back(stripe);
+        }
+        if (pg_call([&] { return TransactionIdIsValid(locker) && TransactionIdIsCurrentTransactionId(locker); }))
+            s.mine = std::max(s.mine, stripe);
+    }
+    pg_call([&] {
+        SPI_freetuptable(SPI_tuptable);
+        pfree(DatumGetPointer(key));
+    });
+    return s;
 }
 
 bool key_less(bool a_keyed, const std::string &a, bool b_keyed, const std::string &b)
@@ -91,18 +118,20 @@ void hold(RateKeyHeld *held, const Claimed &job, int32 stripe)
 // does), both waiting only for rows above all the claim holds.
 Took take(Oid queue, const Claimed &job, RateKeyHeld *held)
 {
-    bool same = held->any && held->keyed == job.keyed && held->key == job.key;
-    bool below = held->any && !same && key_less(job.keyed, job.key, held->keyed, held->key);
     int32 active = std::min(job.limit->max_jobs, rate_stripes);
     // Each wait that finds its stripe full again was another claim's commit: bounded all the same.
     for (int step = 0; step < 2 * rate_stripes + 2; step++) {
         Datum d;
         bool isnull;
         if (run(QueueStatement::RateTake, queue, job, step == 0 ? Snap::Fresh : Snap::Latest, -1, &d, &isnull) == 1) {
-            hold(held, job, DatumGetInt32(d));
+            hold(held, job, DatumGetInt32(d));   // and maybe stripes below it that it passed
             return Took::Counted;
         }
-        Stripes s = probe(queue, job, same ? held->stripe : -1);
+        Stripes s = probe(queue, job);
+        if (s.mine >= 0)
+            hold(held, job, s.mine);
+        bool same = held->any && held->keyed == job.keyed && held->key == job.key;
+        bool below = held->any && !same && key_less(job.keyed, job.key, held->keyed, held->key);
         if (s.rows < active || s.other_width) {
             if (below || same)
                 return Took::GiveBack;
@@ -110,16 +139,23 @@ Took take(Oid queue, const Claimed &job, RateKeyHeld *held)
                 run(QueueStatement::RateCreate, queue, job, Snap::Latest);
             if (s.other_width)
                 run(QueueStatement::RateRescale, queue, job, Snap::Latest);
+            hold(held, job, rate_stripes - 1);   // its stripes made or locked: no wait for them after
             continue;
         }
         if (!s.room)
             return Took::Over;
-        if (below || s.wait_on < 0)
+        int32 wait_on = -1;
+        for (int32 stripe : s.with_room)
+            if (!below && (!same || stripe > held->stripe)) {
+                wait_on = stripe;
+                break;
+            }
+        if (wait_on < 0)
             return Took::GiveBack;
-        if (run(QueueStatement::RateWait, queue, job, Snap::Latest, s.wait_on, &d, &isnull) == 1) {
-            hold(held, job, DatumGetInt32(d));
+        uint64 counted = run(QueueStatement::RateWait, queue, job, Snap::Latest, wait_on, &d, &isnull);
+        hold(held, job, wait_on);   // locked by the wait even when its room was gone
+        if (counted == 1)
             return Took::Counted;
-        }
     }
     return Took::GiveBack;
 }

@@ -582,11 +582,10 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         case QueueStatement::RateRescale:
             sql = "UPDATE ck.rate_starts AS r SET " + w.rescale + key + " AND " + w.other;
             break;
-        case QueueStatement::RateProbe:   // with the latest snapshot, no lock: active rows, other widths, a stripe
-                                          // above $7 with room, any stripe with room
-            sql = "SELECT pg_catalog.count(*) FILTER (WHERE " + active + ")::pg_catalog.int4, COALESCE(pg_catalog.bool_or(" +
-                  w.other + "), false), pg_catalog.min(r.stripe) FILTER (WHERE r.stripe" CK_OP(">") "$7 AND " + w.room +
-                  "), COALESCE(pg_catalog.bool_or(" + w.room + "), false) FROM ck.rate_starts AS r" + key;
+        case QueueStatement::RateProbe:   // the key's stripes, with the latest snapshot and no lock: each one's
+                                          // locker (xmax), whether active, of another width, with room
+            sql = "SELECT r.stripe, r.xmax, " + active + ", " + w.other + ", " + w.room + " FROM ck.rate_starts AS r" + key +
+                  " ORDER BY r.stripe";
             break;
         default:   // RatePutOff: booked on the stripe free first that no other claim holds (and which), else the
                    // moment unbooked

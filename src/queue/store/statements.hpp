@@ -79,7 +79,7 @@ enum class QueueStatement : uint8_t {
     RatePutOff,      // when a job over its key's rate may start: the next free moment, booked on a stripe
     RateDefer,       // a job claimed over its key's rate: back in the queue at that moment, unclaimed
     RateRescale,     // a key's counts moved to its limit's bucket width (the period changed)
-    RateProbe,       // a key's stripes read: how many, other widths, one to wait for, any with room
+    RateProbe,       // a key's stripes read: their lockers, which are active, of another width, with room
     RateWait,        // a job's start counted on a given stripe, waiting for the claim holding it
     KeyPause,        // a concurrency key's row of ck.paused_keys made ($1 queue, $2 key), unless paused already
     KeyResume,       // ... and removed
