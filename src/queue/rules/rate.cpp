@@ -115,7 +115,7 @@ void hold(RateKeyHeld *held, const Claimed &job, int32 stripe)
 // where it was (never put off for stripes that were only held). Over the rate only when no stripe
 // has room by what committed. A key's first start makes its stripes (a concurrent first start
 // waits for that insert), and a period changed moves the counts to its buckets (as ck.try_rate
-// does), both waiting only for rows above all the claim holds.
+// does), both waiting only for rows above all the claim holds (and holding every stripe after).
 Took take(Oid queue, const Claimed &job, RateKeyHeld *held)
 {
     int32 active = std::min(job.limit->max_jobs, rate_stripes);
