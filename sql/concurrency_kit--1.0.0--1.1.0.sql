@@ -335,22 +335,25 @@ CREATE POLICY rate_limits_owner ON ck.rate_limits FOR ALL
 GRANT SELECT, INSERT, UPDATE, DELETE ON ck.rate_limits TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('ck.rate_limits', '');
 
--- The starts counted per rate-limited key: its buckets of starts (as ck.rates keeps them) and
--- the moment up to which claims have put its jobs over the rate off (booked). A claim locks the
--- row while it counts and holds it until it ends. Whoever may claim from a queue (UPDATE) may
--- read and write its keys' rows.
+-- The starts counted per rate-limited key, over up to 8 stripe rows (stripe i counts its share of
+-- max_jobs: max_jobs / 8, one more for i < max_jobs % 8), so that claims of one key in flight
+-- count on different rows: per stripe, its buckets of starts (as ck.rates keeps them) and the
+-- moment up to which claims have put jobs over the rate off on it (booked). A claim locks the
+-- stripe it counts on until it ends. Whoever may claim from a queue (UPDATE) may read and write
+-- its keys' rows.
 CREATE TABLE ck.rate_starts (
     queue           regclass NOT NULL,
     keyed           boolean NOT NULL,   -- false: the jobs without a key (concurrency_key '')
     concurrency_key text NOT NULL,
+    stripe          integer NOT NULL,
     width           bigint NOT NULL,
     bucket          bigint NOT NULL,
     total           bigint NOT NULL,
     marks           bigint[] NOT NULL,
     booked          timestamptz,
-    PRIMARY KEY (queue, keyed, concurrency_key)
+    PRIMARY KEY (queue, keyed, concurrency_key, stripe)
 ) WITH (fillfactor = 90);   -- as ck.rates: a claim's count is a HOT update, even a key's first
-COMMENT ON TABLE ck.rate_starts IS 'claims counted per queue and rate-limited concurrency key, in buckets of a tenth of the period (as ck.rates), and how far jobs over the rate were put off';
+COMMENT ON TABLE ck.rate_starts IS 'claims counted per queue, rate-limited concurrency key and stripe (its share of max_jobs), in buckets of a tenth of the period (as ck.rates), and how far jobs over the rate were put off';
 ALTER TABLE ck.rate_starts ENABLE ROW LEVEL SECURITY;
 CREATE POLICY rate_starts_claimer ON ck.rate_starts FOR ALL
     USING (pg_catalog.has_table_privilege(queue, 'UPDATE'))

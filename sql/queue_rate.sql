@@ -9,9 +9,16 @@ LANGUAGE sql AS $$
                 THEN pg_catalog.make_interval(mins => 30 * floor(extract(epoch FROM run_at - clock_timestamp()) / 1800)::int) END
     FROM rq ORDER BY id
 $$;
-CREATE FUNCTION pg_temp.starts() RETURNS TABLE (keyed boolean, key text, counted int)
+-- A key's starts in the window, over its stripes (max_jobs / 8 each, one more for the first
+-- max_jobs % 8; min(max_jobs, 8) of them).
+CREATE FUNCTION pg_temp.starts() RETURNS TABLE (keyed boolean, key text, counted int, stripes int)
 LANGUAGE sql AS $$
-    SELECT keyed, concurrency_key, (total - marks[11])::int FROM ck.rate_starts WHERE queue = 'rq'::regclass ORDER BY 1, 2
+    SELECT keyed, concurrency_key, sum(total - marks[11])::int, count(*)::int FROM ck.rate_starts
+    WHERE queue = 'rq'::regclass GROUP BY 1, 2 ORDER BY 1, 2
+$$;
+CREATE FUNCTION pg_temp.stripes(k text) RETURNS TABLE (stripe int, counted int)
+LANGUAGE sql AS $$
+    SELECT stripe, (total - marks[11])::int FROM ck.rate_starts WHERE queue = 'rq'::regclass AND concurrency_key = k ORDER BY 1
 $$;
 
 -- No limit: nothing counted.
@@ -67,6 +74,35 @@ SELECT * FROM pg_temp.starts();
 SELECT count(*) AS claimed FROM ck.claim('rq', 1);
 SELECT count(*) FILTER (WHERE put_off IS NOT NULL) AS put_off FROM pg_temp.jobs();
 
+-- A hot key, 20 an hour: 8 stripes, shares 3, 3, 3, 3, 2, 2, 2, 2. Claims one at a time fill the
+-- lowest stripe with room first; a full stripe does not refuse a start while another has room (the
+-- fourth goes to stripe 1). One claim of 30 then counts up to the sum, exactly 20 in the
+-- window over all stripes, each at its share, and puts the other 15 off (20 a period: each stripe
+-- books its own jobs period / share apart, so they come due at the key's rate).
+DELETE FROM rq;
+SELECT ck.set_rate_limit('rq', 'h', 20, '1 hour');
+SELECT count(*) AS enqueued FROM (SELECT ck.enqueue('rq', jsonb_build_object('n', 'h' || g), concurrency_key => 'h') FROM generate_series(1, 35) AS g) AS e;
+DO $$ BEGIN FOR i IN 1 .. 4 LOOP PERFORM ck.claim('rq', 1); END LOOP; END $$;
+SELECT * FROM pg_temp.stripes('h');
+SELECT count(*) AS claimed FROM ck.claim('rq', 30);
+SELECT * FROM pg_temp.stripes('h');
+SELECT * FROM pg_temp.starts() WHERE key = 'h';
+SELECT count(*) FILTER (WHERE leased) AS leased, count(*) FILTER (WHERE put_off IS NOT NULL) AS put_off,
+       count(*) FILTER (WHERE put_off <= interval '1 hour') AS due_in_the_first_hour FROM pg_temp.jobs() WHERE key = 'h';
+SELECT count(*) AS claimed FROM ck.claim('rq', 30);
+SELECT ck.set_rate_limit('rq', 'h', NULL);
+-- A limit raised (2 -> 4): the key's stripes are made as they are needed.
+DELETE FROM rq;
+SELECT ck.set_rate_limit('rq', 'g', 2, '1 hour');
+SELECT count(*) AS enqueued FROM (SELECT ck.enqueue('rq', jsonb_build_object('n', 'g' || g), concurrency_key => 'g') FROM generate_series(1, 6) AS g) AS e;
+SELECT count(*) AS claimed FROM ck.claim('rq', 6);
+SELECT * FROM pg_temp.starts() WHERE key = 'g';
+SELECT ck.set_rate_limit('rq', 'g', 4, '1 hour');
+UPDATE rq SET run_at = now() - interval '1 second' WHERE lease_token IS NULL;
+SELECT count(*) AS claimed FROM ck.claim('rq', 6);
+SELECT * FROM pg_temp.stripes('g');
+SELECT ck.set_rate_limit('rq', 'g', NULL);
+
 -- A claim's rounds count keys' rows in key order: a later round that meets a key below one it
 -- already counted gives that job back where it was, uncounted (no waiting for rows out of order,
 -- so no deadlock between two claims), and ends the call; the next claim takes it.
@@ -101,7 +137,7 @@ CREATE ROLE regress_ck_rate_worker;
 GRANT SELECT, UPDATE, DELETE ON rq TO regress_ck_rate_worker;
 SET ROLE regress_ck_rate_worker;
 SELECT payload->>'n' AS worker_claimed FROM ck.claim('rq', 10);
-SELECT queue, keyed, concurrency_key FROM ck.rate_starts ORDER BY 1::text, 2, 3;
+SELECT queue, keyed, concurrency_key, stripe FROM ck.rate_starts ORDER BY 1::text, 2, 3, 4;
 \set VERBOSITY terse
 SELECT ck.set_rate_limit('rq', 'w', 5, '1 hour');
 \set VERBOSITY default

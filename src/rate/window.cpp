@@ -38,6 +38,7 @@ RateWindowSql rate_window_sql(const std::string &max, const std::string &width)
               ahead("n.b") + "]) END, r.total" CK_OP("+") "1 FROM (SELECT " + now + " AS b) AS n)";
     s.columns = "width, bucket, total, marks";
     s.values = width + ", " + now + ", 1, pg_catalog.array_fill(0::pg_catalog.int8, ARRAY[11])";
+    s.empty = width + ", " + now + ", 0, pg_catalog.array_fill(0::pg_catalog.int8, ARRAY[11])";
     // Another width (the period changed): every start still counted moves to the bucket of the new
     // width that holds the end of the row's latest bucket: later than it was, so kept as long at
     // least. Starts out of the old window are forgotten, as they would have been.

@@ -28,6 +28,7 @@ struct RateWindowSql {
     std::string count;     // SET list: one more counted now (the clock read once, after the row lock)
     std::string columns;   // INSERT column list of a key's first call ...
     std::string values;    // ... and its values: that call counted
+    std::string empty;     // ... or nothing counted yet (a queue key's stripes, made before they count)
     std::string rescale;   // SET list: the row's counts moved to the call's width (see window.cpp)
     std::string other;     // condition: the row has another width
     std::string next;      // timestamptz: the start of the first bucket at which the key has room

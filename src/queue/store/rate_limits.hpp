@@ -9,6 +9,11 @@
 
 namespace ck {
 
+// The stripes of a key's window in ck.rate_starts: stripe i counts its share of max_jobs (max_jobs /
+// 8, one more for i < max_jobs % 8; none from max_jobs on), so up to 8 claims of one key count at
+// once, each on its own row (rules/rate.hpp).
+constexpr int rate_stripes = 8;
+
 struct RateLimit {
     int32 max_jobs;
     Interval period;

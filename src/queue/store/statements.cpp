@@ -539,27 +539,64 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         return {"UPDATE ck.queues SET paused_at = NULL WHERE queue" EQ "$1 AND paused_at IS NOT NULL RETURNING true",
                 {REGCLASSOID}, 1, 0};
     // Rate limits (rules/rate.cpp): $1 queue, $2 keyed, $3 key ('' when not keyed), $4 max_jobs,
-    // $5 period, $6 its bucket width. A key's row holds its rate window, counted as ck.try_rate
-    // counts (rate/window.hpp: the same statements on ck.rate_starts).
+    // $5 period, $6 its bucket width, $7 a stripe. A key's window is split over its stripe rows
+    // (rate_limits.hpp), each counted as ck.try_rate counts its row (rate/window.hpp) against its
+    // share of max_jobs, so that claims of one key count on different rows and commit together.
     case QueueStatement::RateTake:
     case QueueStatement::RateCreate:
     case QueueStatement::RatePutOff:
-    case QueueStatement::RateRescale: {
-        RateWindowSql w = rate_window_sql("$4", "$6");
+    case QueueStatement::RateRescale:
+    case QueueStatement::RateProbe:
+    case QueueStatement::RateWait: {
+        const std::string stripes = std::to_string(rate_stripes);
+        // Stripe i's share: max_jobs / S, one more for the first max_jobs % S; the shares add up to
+        // max_jobs, and a stripe from max_jobs on has none (the active stripes: fewer than LEAST).
+        // (OPERATOR(...) binds all alike, left to right: parenthesized.)
+        const std::string share = "(($4" CK_OP("/") + stripes + ")" CK_OP("+") "CASE WHEN r.stripe" CK_OP("<") "($4" CK_OP("%") +
+                                  stripes + ") THEN 1 ELSE 0 END)";
+        const std::string active = "r.stripe" CK_OP("<") "LEAST($4, " + stripes + ")";
+        RateWindowSql w = rate_window_sql(share, "$6");
         const std::string key = " WHERE r.queue" EQ "$1 AND r.keyed" EQ "$2 AND r.concurrency_key" EQ "$3";
-        // The key's next free moment: when enough of its buckets left the window, or the end of
-        // what earlier put-off jobs booked, whichever is later; the key's jobs put off one after
-        // another are spaced period / max_jobs apart, so that they come due at the rate, not all at once.
-        const std::string step = "($5" CK_OP("/") "$4::pg_catalog.float8)";
-        std::string sql =
-            kind == QueueStatement::RateTake ? "UPDATE ck.rate_starts AS r SET " + w.count + key + " AND " + w.room :
-            kind == QueueStatement::RateCreate ?
-                "INSERT INTO ck.rate_starts (queue, keyed, concurrency_key, " + w.columns + ") VALUES ($1, $2, $3, " + w.values +
-                    ") ON CONFLICT DO NOTHING" :
-            kind == QueueStatement::RateRescale ? "UPDATE ck.rate_starts AS r SET " + w.rescale + key + " AND " + w.other :
-                "UPDATE ck.rate_starts AS r SET booked = GREATEST(" + w.next + ", r.booked, pg_catalog.clock_timestamp())" CK_OP("+") +
-                    step + key + " RETURNING r.booked" CK_OP("-") + step;
-        return {sql, {REGCLASSOID, BOOLOID, TEXTOID, INT4OID, INTERVALOID, INT8OID}, 6, 0};
+        // A stripe's next free moment: when enough of its buckets left the window, or the end of what
+        // earlier put-off jobs booked on it, whichever is later; a stripe's bookings are spaced
+        // period / share apart, so that the key's put-off jobs come due at its rate, not all at once.
+        const std::string step = "($5" CK_OP("/") + share + "::pg_catalog.float8)";
+        const std::string free = "GREATEST(" + w.next + ", r.booked, pg_catalog.clock_timestamp())";
+        std::string sql;
+        switch (kind) {
+        // The first stripe with room that no other claim holds, never waiting. Its room is checked on
+        // the version it locks (the latest), which nobody changes before the UPDATE, and the clock
+        // only frees room: not again.
+        case QueueStatement::RateTake:
+            // (An init plan: the sub-select's r is its own row.)
+            sql = "UPDATE ck.rate_starts AS r SET " + w.count + key + " AND r.stripe" EQ "(SELECT r.stripe FROM ck.rate_starts AS r" +
+                  key + " AND " + w.room + " ORDER BY r.stripe LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) RETURNING r.stripe";
+            break;
+        case QueueStatement::RateWait:   // stripe $7, waiting for the claim that holds it
+            sql = "UPDATE ck.rate_starts AS r SET " + w.count + key + " AND r.stripe" EQ "$7 AND " + w.room + " RETURNING r.stripe";
+            break;
+        case QueueStatement::RateCreate:   // the key's active stripes, nothing counted yet
+            sql = "INSERT INTO ck.rate_starts AS r (queue, keyed, concurrency_key, stripe, " + w.columns + ") SELECT $1, $2, $3, g, " +
+                  w.empty + " FROM pg_catalog.generate_series(0, LEAST($4, " + stripes + ")" CK_OP("-") "1) AS g ON CONFLICT DO NOTHING";
+            break;
+        case QueueStatement::RateRescale:
+            sql = "UPDATE ck.rate_starts AS r SET " + w.rescale + key + " AND " + w.other;
+            break;
+        case QueueStatement::RateProbe:   // the key's stripes, with the latest snapshot and no lock: each one's
+                                          // locker (xmax), whether active, of another width, with room
+            sql = "SELECT r.stripe, r.xmax, " + active + ", " + w.other + ", " + w.room + " FROM ck.rate_starts AS r" + key +
+                  " ORDER BY r.stripe";
+            break;
+        default:   // RatePutOff: booked on the stripe free first that no other claim holds (and which), else the
+                   // moment unbooked
+            sql = "WITH s AS (SELECT r.stripe FROM ck.rate_starts AS r" + key + " AND " + active + " ORDER BY " + free +
+                  ", r.stripe LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED), u AS (UPDATE ck.rate_starts AS r SET booked = " + free +
+                  CK_OP("+") + step + " FROM s" + key + " AND r.stripe" EQ "s.stripe RETURNING r.booked" CK_OP("-") + step +
+                  " AS at, r.stripe) SELECT COALESCE((SELECT u.at FROM u), (SELECT pg_catalog.min(" + free + ") FROM ck.rate_starts AS r" +
+                  key + " AND " + active + ")), (SELECT u.stripe FROM u)";
+            break;
+        }
+        return {sql, {REGCLASSOID, BOOLOID, TEXTOID, INT4OID, INTERVALOID, INT8OID, INT4OID}, 7, 0};
     }
     // The claim of job $1 undone but for its place: ready at $2, its attempt not counted.
     case QueueStatement::RateDefer:

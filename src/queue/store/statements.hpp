@@ -74,11 +74,13 @@ enum class QueueStatement : uint8_t {
     JobGiven,        // whether an id was ever given (the identity sequence's last value): gone or unknown
     Pause,           // ck.queues.paused_at set ($1 the queue), unless paused already
     Resume,          // ... and cleared
-    RateTake,        // a claimed job's start counted against its key's rate (rules/rate.cpp), or nothing
-    RateCreate,      // the row of a rate-limited key seen for the first time, with that start
-    RatePutOff,      // when a job over its key's rate may start: the next free moment, booked
+    RateTake,        // a claimed job's start counted on a stripe of its key with room no claim holds (rules/rate.cpp)
+    RateCreate,      // the stripe rows of a rate-limited key seen for the first time (or with more stripes now)
+    RatePutOff,      // when a job over its key's rate may start: the next free moment, booked on a stripe
     RateDefer,       // a job claimed over its key's rate: back in the queue at that moment, unclaimed
     RateRescale,     // a key's counts moved to its limit's bucket width (the period changed)
+    RateProbe,       // a key's stripes read: their lockers, which are active, of another width, with room
+    RateWait,        // a job's start counted on a given stripe, waiting for the claim holding it
     KeyPause,        // a concurrency key's row of ck.paused_keys made ($1 queue, $2 key), unless paused already
     KeyResume,       // ... and removed
     KeySettle,       // the key's jobs parked, or settled under its limit again (ck_internal.settle_paused_key)
