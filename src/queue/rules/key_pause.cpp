@@ -38,6 +38,8 @@ uint64 park_paused(Oid queue, const QueuePlan &claim)
         if (claim.paused_keys.count(std::string(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t))) > 0)
             paused.push_back({i, pg_call([&] { return job_place(i, 6, 1); }), t});
     }
+    if (paused.empty())
+        return n;
     std::vector<bool> parked(n, false);
     uint64 kept = n;
     for (const Paused &job : paused) {
@@ -51,8 +53,6 @@ uint64 park_paused(Oid queue, const QueuePlan &claim)
         parked[job.row] = true;
         kept--;
     }
-    if (paused.empty())
-        return n;
     // The claim's rows, less those parked, are the result again.
     pg_call([&] {
         uint64 k = 0;
