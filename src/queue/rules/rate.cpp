@@ -27,22 +27,34 @@ struct Claimed {
     JobPlace was;       // where the claim found it
 };
 
+// The parameters every rate statement takes: the job's queue and key, its limit, and a stripe
+// ($7, -1: none). values[2] is the key, a text in the current memory context.
+void rate_params(Oid queue, const Claimed &job, int32 stripe, Datum values[7])
+{
+    values[0] = ObjectIdGetDatum(queue);
+    values[1] = BoolGetDatum(job.keyed);
+    values[2] = pg_call([&] { return PointerGetDatum(cstring_to_text_with_len(job.key.data(), static_cast<int>(job.key.size()))); });
+    values[3] = Int32GetDatum(job.limit->max_jobs);
+    values[4] = IntervalPGetDatum(&job.limit->period);
+    values[5] = Int64GetDatum(job.limit->width);
+    values[6] = Int32GetDatum(stripe);
+}
+
 // Runs a rate statement of the job's key (stripe: $7); its rows are not kept. cols: the first
 // ncols columns of its one row, if it returned one (and their nulls).
 uint64 run(QueueStatement kind, Oid queue, const Claimed &job, Snap snap, int32 stripe = -1, Datum *cols = nullptr,
            bool *nulls = nullptr, int ncols = 1)
 {
     const QueuePlan &p = queue_statement(kind, queue);
-    Datum key = pg_call([&] { return PointerGetDatum(cstring_to_text_with_len(job.key.data(), static_cast<int>(job.key.size()))); });
-    Datum values[7] = {ObjectIdGetDatum(queue), BoolGetDatum(job.keyed), key, Int32GetDatum(job.limit->max_jobs),
-                       IntervalPGetDatum(&job.limit->period), Int64GetDatum(job.limit->width), Int32GetDatum(stripe)};
+    Datum values[7];
+    rate_params(queue, job, stripe, values);
     uint64 n = queue_execute(p, queue, values, nullptr, snap);
     for (int i = 0; cols != nullptr && n == 1 && i < ncols; i++)
         cols[i] = result_datum(0, i + 1, &nulls[i]);
     pg_call([&] {
         if (SPI_tuptable != nullptr)
             SPI_freetuptable(SPI_tuptable);
-        pfree(DatumGetPointer(key));
+        pfree(DatumGetPointer(values[2]));
     });
     return n;
 }
@@ -62,9 +74,8 @@ struct Stripes {
 Stripes probe(Oid queue, const Claimed &job)
 {
     const QueuePlan &p = queue_statement(QueueStatement::RateProbe, queue);
-    Datum key = pg_call([&] { return PointerGetDatum(cstring_to_text_with_len(job.key.data(), static_cast<int>(job.key.size()))); });
-    Datum values[7] = {ObjectIdGetDatum(queue), BoolGetDatum(job.keyed), key, Int32GetDatum(job.limit->max_jobs),
-                       IntervalPGetDatum(&job.limit->period), Int64GetDatum(job.limit->width), Int32GetDatum(-1)};
+    Datum values[7];
+    rate_params(queue, job, -1, values);
     uint64 n = queue_execute(p, queue, values, nullptr, Snap::Latest);
     Stripes s;
     for (uint64 i = 0; i < n; i++) {
@@ -83,7 +94,7 @@ Stripes probe(Oid queue, const Claimed &job)
     }
     pg_call([&] {
         SPI_freetuptable(SPI_tuptable);
-        pfree(DatumGetPointer(key));
+        pfree(DatumGetPointer(values[2]));
     });
     return s;
 }
