@@ -1,13 +1,10 @@
 // A queue's rate limits, read from ck.rate_limits when its claim is planned.
 #include "queue/store/rate_limits.hpp"
-#include "base/plan_cache.hpp"
-#include "base/spi.hpp"
+#include "queue/store/queue_rows.hpp"
 #include "rate/window.hpp"
 
 extern "C" {
-#include "catalog/namespace.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 }
 
@@ -22,26 +19,11 @@ enum class RateLimitStatement : uint8_t { Read };
 
 RateLimits read_rate_limits(Oid queue)
 {
-    // An extension not yet updated to 1.1.0 has no rate limits (nor their table).
-    bool installed = pg_call([] {
-        Oid ck = get_namespace_oid("ck", true);
-        return OidIsValid(ck) && OidIsValid(get_relname_relid("rate_limits", ck));
-    });
-    if (!installed)
-        return {};
+    // None from an extension not yet updated to 1.1.0.
     PlanKey key(RateLimitStatement::Read, InvalidOid, InvalidOid, "", nullptr);
-    const Prepared &p = prepare_once(key, [] {
-        Prepared read;
-        Oid types[1] = {REGCLASSOID};
-        read.plan = pg_call([&] {
-            return prepare_kept("SELECT concurrency_key, max_jobs, period FROM ck.rate_limits"
-                                " WHERE queue OPERATOR(pg_catalog.=) $1",
-                                1, types);
-        });
-        return read;
-    });
-    Datum values[1] = {ObjectIdGetDatum(queue)};
-    uint64 n = execute_plan(p.plan, values, nullptr, Snap::ReadOnly);
+    uint64 n = read_queue_rows(key, "rate_limits",
+                               "SELECT concurrency_key, max_jobs, period FROM ck.rate_limits WHERE queue OPERATOR(pg_catalog.=) $1",
+                               queue, Snap::ReadOnly);
     RateLimits limits;
     for (uint64 i = 0; i < n; i++) {
         bool key_null, isnull;
