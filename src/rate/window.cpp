@@ -15,12 +15,22 @@ int64 rate_width(const Interval *period)
     return std::max<int64>(1, (usecs + rate_buckets - 1) / rate_buckets);
 }
 
-RateWindowSql rate_window_sql(const std::string &max, const std::string &width)
+int64 rate_bucket(TimestampTz at, int64 width)
+{
+    // Microseconds since 1970, as EXTRACT(epoch ...) * 1000000 reads them; floor, as div does for
+    // moments after 1970.
+    int64 usecs = at + (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+    return usecs >= 0 ? usecs / width : -((-usecs + width - 1) / width);
+}
+
+RateWindowSql rate_window_sql(const std::string &max, const std::string &width, const std::string &bucket)
 {
     // The bucket of the clock, read when the expression runs: on the row's latest version once it
     // is locked (a concurrent update that committed first makes PostgreSQL evaluate it again).
-    const std::string now = "pg_catalog.div(EXTRACT(epoch FROM pg_catalog.clock_timestamp())" CK_OP("*")
-                            "1000000, " + width + "::pg_catalog.numeric)::pg_catalog.int8";
+    // Given as a parameter, it is the caller's reading, a moment before the statement.
+    const std::string now = !bucket.empty() ? bucket
+        : "pg_catalog.div(EXTRACT(epoch FROM pg_catalog.clock_timestamp())" CK_OP("*")
+          "1000000, " + width + "::pg_catalog.numeric)::pg_catalog.int8";
     // Buckets past the latest one, 0 to 11: a clock behind the row's latest bucket (a step back,
     // another server's clock) counts in that bucket, so a key's buckets never go back.
     auto ahead = [](const std::string &b) {
@@ -33,9 +43,14 @@ RateWindowSql rate_window_sql(const std::string &max, const std::string &width)
     // One reading of the clock for the three columns (a sub-select of the row, which PostgreSQL
     // does not flatten since its target list is volatile): moving to bucket
     // c shifts the marks by c - bucket, the new ones all total (nothing counted in between).
-    s.count = "(bucket, marks, total) = (SELECT GREATEST(n.b, r.bucket), CASE WHEN n.b" CK_OP("<=") "r.bucket THEN r.marks"
-              " ELSE pg_catalog.array_cat(pg_catalog.array_fill(r.total, ARRAY[" + ahead("n.b") + "]), r.marks[1:11" CK_OP("-") +
-              ahead("n.b") + "]) END, r.total" CK_OP("+") "1 FROM (SELECT " + now + " AS b) AS n)";
+    // Given as a parameter, it is used as it is.
+    auto count = [&](const std::string &b) {
+        return "GREATEST(" + b + ", r.bucket), CASE WHEN " + b + CK_OP("<=") "r.bucket THEN r.marks"
+               " ELSE pg_catalog.array_cat(pg_catalog.array_fill(r.total, ARRAY[" + ahead(b) + "]), r.marks[1:11" CK_OP("-") +
+               ahead(b) + "]) END, r.total" CK_OP("+") "1";
+    };
+    s.count = bucket.empty() ? "(bucket, marks, total) = (SELECT " + count("n.b") + " FROM (SELECT " + now + " AS b) AS n)"
+                             : "(bucket, marks, total) = ROW(" + count(bucket) + ")";
     s.columns = "width, bucket, total, marks";
     s.values = width + ", " + now + ", 1, pg_catalog.array_fill(0::pg_catalog.int8, ARRAY[11])";
     s.empty = width + ", " + now + ", 0, pg_catalog.array_fill(0::pg_catalog.int8, ARRAY[11])";

@@ -22,7 +22,9 @@ constexpr int rate_buckets = 10;
 int64 rate_width(const Interval *period);
 
 // The pieces of the statements, the row aliased r, the limit and the width given as the
-// parameters max ($n, integer) and width ($n, bigint).
+// parameters max ($n, integer) and width ($n, bigint). bucket: the bucket of now as a parameter
+// ($n, bigint, read by the caller), for a statement that never waits for the row; empty: the
+// clock read as the expression runs, after the row lock.
 struct RateWindowSql {
     std::string room;      // condition: the row has the call's width and room for one more now
     std::string count;     // SET list: one more counted now (the clock read once, after the row lock)
@@ -34,6 +36,9 @@ struct RateWindowSql {
     std::string next;      // timestamptz: the start of the first bucket at which the key has room
 };
 
-RateWindowSql rate_window_sql(const std::string &max, const std::string &width);
+RateWindowSql rate_window_sql(const std::string &max, const std::string &width, const std::string &bucket = "");
+
+// The bucket of a moment at a width (the caller's reading of the clock for bucket above).
+int64 rate_bucket(TimestampTz at, int64 width);
 
 } // namespace ck

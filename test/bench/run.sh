@@ -109,9 +109,11 @@ median() {
 # at nearly the same moment, so the median ratio keeps out the drift of the machine's speed between rounds.
 compare_rounds() {
     local bench=$1 workload=$2 base=${1}_$3.sql other=${1}_$4.sql clients sync round mixed
-    local -a tps
-    for clients in "${client_counts[@]}"; do
-        for sync in on off; do
+    local -a tps counts=("${client_counts[@]}")
+    # CK_BENCH_CLIENTS: other client counts than the section's (a run of the cells in question only)
+    [[ -z ${CK_BENCH_CLIENTS:-} ]] || read -r -a counts <<<"$CK_BENCH_CLIENTS"
+    for clients in "${counts[@]}"; do
+        for sync in ${CK_BENCH_SYNC:-on off}; do
             local base_tps="" other_tps="" ratios=""
             for ((round = 0; round < rounds; round++)); do
                 if ((round % 2 == 0)); then

@@ -2,6 +2,7 @@
 #include "queue/rules/rate.hpp"
 #include "queue/signal/frontier.hpp"
 #include "queue/store/place.hpp"
+#include "rate/window.hpp"
 
 extern "C" {
 #include "access/transam.h"
@@ -27,9 +28,10 @@ struct Claimed {
     JobPlace was;       // where the claim found it
 };
 
-// The parameters every rate statement takes: the job's queue and key, its limit, and a stripe
-// ($7, -1: none). values[2] is the key, a text in the current memory context.
-void rate_params(Oid queue, const Claimed &job, int32 stripe, Datum values[7])
+// The parameters every rate statement takes: the job's queue and key, its limit, a stripe
+// ($7, -1: none) and the bucket of now ($8). values[2] is the key, a text in the current memory
+// context.
+void rate_params(Oid queue, const Claimed &job, int32 stripe, Datum values[8])
 {
     values[0] = ObjectIdGetDatum(queue);
     values[1] = BoolGetDatum(job.keyed);
@@ -38,6 +40,7 @@ void rate_params(Oid queue, const Claimed &job, int32 stripe, Datum values[7])
     values[4] = IntervalPGetDatum(&job.limit->period);
     values[5] = Int64GetDatum(job.limit->width);
     values[6] = Int32GetDatum(stripe);
+    values[7] = Int64GetDatum(rate_bucket(GetCurrentTimestamp(), job.limit->width));
 }
 
 // Runs a rate statement of the job's key (stripe: $7); its rows are not kept. cols: the first
@@ -46,7 +49,7 @@ uint64 run(QueueStatement kind, Oid queue, const Claimed &job, Snap snap, int32 
            bool *nulls = nullptr, int ncols = 1)
 {
     const QueuePlan &p = queue_statement(kind, queue);
-    Datum values[7];
+    Datum values[8];
     rate_params(queue, job, stripe, values);
     uint64 n = queue_execute(p, queue, values, nullptr, snap);
     for (int i = 0; cols != nullptr && n == 1 && i < ncols; i++)
@@ -74,7 +77,7 @@ struct Stripes {
 Stripes probe(Oid queue, const Claimed &job)
 {
     const QueuePlan &p = queue_statement(QueueStatement::RateProbe, queue);
-    Datum values[7];
+    Datum values[8];
     rate_params(queue, job, -1, values);
     uint64 n = queue_execute(p, queue, values, nullptr, Snap::Latest);
     Stripes s;

@@ -539,7 +539,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         return {"UPDATE ck.queues SET paused_at = NULL WHERE queue" EQ "$1 AND paused_at IS NOT NULL RETURNING true",
                 {REGCLASSOID}, 1, 0};
     // Rate limits (rules/rate.cpp): $1 queue, $2 keyed, $3 key ('' when not keyed), $4 max_jobs,
-    // $5 period, $6 its bucket width, $7 a stripe. A key's window is split over its stripe rows
+    // $5 period, $6 its bucket width, $7 a stripe, $8 the bucket of now. A key's window is split over its stripe rows
     // (rate_limits.hpp), each counted as ck.try_rate counts its row (rate/window.hpp) against its
     // share of max_jobs, so that claims of one key count on different rows and commit together.
     case QueueStatement::RateTake:
@@ -556,6 +556,8 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                                   stripes + ") THEN 1 ELSE 0 END)";
         const std::string active = "r.stripe" CK_OP("<") "LEAST($4, " + stripes + ")";
         RateWindowSql w = rate_window_sql(share, "$6");
+        // RateTake never waits for a row: the bucket of now is the caller's reading ($8).
+        RateWindowSql taken = rate_window_sql(share, "$6", "$8");
         const std::string key = " WHERE r.queue" EQ "$1 AND r.keyed" EQ "$2 AND r.concurrency_key" EQ "$3";
         // A stripe's next free moment: when enough of its buckets left the window, or the end of what
         // earlier put-off jobs booked on it, whichever is later; a stripe's bookings are spaced
@@ -569,8 +571,8 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
         // only frees room: not again.
         case QueueStatement::RateTake:
             // (An init plan: the sub-select's r is its own row.)
-            sql = "UPDATE ck.rate_starts AS r SET " + w.count + key + " AND r.stripe" EQ "(SELECT r.stripe FROM ck.rate_starts AS r" +
-                  key + " AND " + w.room + " ORDER BY r.stripe LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) RETURNING r.stripe";
+            sql = "UPDATE ck.rate_starts AS r SET " + taken.count + key + " AND r.stripe" EQ "(SELECT r.stripe FROM ck.rate_starts AS r" +
+                  key + " AND " + taken.room + " ORDER BY r.stripe LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) RETURNING r.stripe";
             break;
         case QueueStatement::RateWait:   // stripe $7, waiting for the claim that holds it
             sql = "UPDATE ck.rate_starts AS r SET " + w.count + key + " AND r.stripe" EQ "$7 AND " + w.room + " RETURNING r.stripe";
@@ -596,7 +598,7 @@ Statement statement_for(QueueStatement kind, const std::string &q, const std::st
                   key + " AND " + active + ")), (SELECT u.stripe FROM u)";
             break;
         }
-        return {sql, {REGCLASSOID, BOOLOID, TEXTOID, INT4OID, INTERVALOID, INT8OID, INT4OID}, 7, 0};
+        return {sql, {REGCLASSOID, BOOLOID, TEXTOID, INT4OID, INTERVALOID, INT8OID, INT4OID, INT8OID}, 8, 0};
     }
     // The claim of job $1 undone but for its place: ready at $2, its attempt not counted.
     case QueueStatement::RateDefer:
