@@ -52,8 +52,9 @@ RateWindowSql rate_window_sql(const std::string &max, const std::string &width, 
     s.count = bucket.empty() ? "(bucket, marks, total) = (SELECT " + count("n.b") + " FROM (SELECT " + now + " AS b) AS n)"
                              : "(bucket, marks, total) = ROW(" + count(bucket) + ")";
     s.columns = "width, bucket, total, marks";
-    s.values = width + ", " + now + ", 1, pg_catalog.array_fill(0::pg_catalog.int8, ARRAY[11])";
-    s.empty = width + ", " + now + ", 0, pg_catalog.array_fill(0::pg_catalog.int8, ARRAY[11])";
+    auto first = [&](const char *total) { return width + ", " + now + ", " + total + ", pg_catalog.array_fill(0::pg_catalog.int8, ARRAY[11])"; };
+    s.values = first("1");
+    s.empty = first("0");
     // Another width (the period changed): every start still counted moves to the bucket of the new
     // width that holds the end of the row's latest bucket: later than it was, so kept as long at
     // least. Starts out of the old window are forgotten, as they would have been.

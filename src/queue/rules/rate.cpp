@@ -66,9 +66,8 @@ uint64 run(QueueStatement kind, Oid queue, const Claimed &job, Snap snap, int32 
 struct Stripes {
     int32 rows = 0;             // its active stripes that have a row
     bool other_width = false;   // some counted with another period: to rescale first
-    bool room = false;          // any stripe with room (held or not)
     int32 mine = -1;            // the greatest stripe this transaction holds (-1: none)
-    std::vector<int32> with_room;
+    std::vector<int32> with_room;   // its stripes with room (held or not)
 };
 
 // A row a statement locked stays locked when its recheck then failed (an UPDATE that waited, a
@@ -88,10 +87,8 @@ Stripes probe(Oid queue, const Claimed &job)
         if (DatumGetBool(result_datum(i, 3, &isnull)))
             s.rows++;
         s.other_width |= DatumGetBool(result_datum(i, 4, &isnull));
-        if (DatumGetBool(result_datum(i, 5, &isnull))) {
-            s.room = true;
+        if (DatumGetBool(result_datum(i, 5, &isnull)))
             s.with_room.push_back(stripe);
-        }
         if (pg_call([&] { return TransactionIdIsValid(locker) && TransactionIdIsCurrentTransactionId(locker); }))
             s.mine = std::max(s.mine, stripe);
     }
@@ -156,7 +153,7 @@ Took take(Oid queue, const Claimed &job, RateKeyHeld *held)
             hold(held, job, rate_stripes - 1);   // its stripes made or locked: no wait for them after
             continue;
         }
-        if (!s.room)
+        if (s.with_room.empty())
             return Took::Over;
         int32 wait_on = -1;
         for (int32 stripe : s.with_room)

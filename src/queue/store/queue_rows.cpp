@@ -1,3 +1,4 @@
+// The rows a table of settings per queue holds for one queue (queue_rows.hpp).
 #include "queue/store/queue_rows.hpp"
 
 extern "C" {
