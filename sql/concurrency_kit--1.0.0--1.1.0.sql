@@ -1055,3 +1055,31 @@ LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS 'MODULE_PATHNAME', 'ck_try_complete_many';
 COMMENT ON FUNCTION ck.try_complete_many(regclass, bigint[], bigint[], jsonb[]) IS
 'ck.try_complete_many with results[i] for ids[i], kept in the queue''s history';
+
+-- The race detector (1.1.0, issue 48). ck.race_detector (off, log, warning, error), a setting
+-- of the library, makes the planner put ck_internal.race_check into each UPDATE that
+-- overwrites columns without a guard (src/races/overwrite.cpp); it reports a row another
+-- transaction changed after this one read the table without a lock. Reports are kept in a
+-- ring of the shared state, read with ck.race_reports.
+CREATE FUNCTION ck_internal.race_check(tbl regclass, row_xmin xid, row_ctid tid, write_statement text, columns text)
+RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_race_check';
+COMMENT ON FUNCTION ck_internal.race_check(regclass, xid, tid, text, text) IS
+'internal, put by the planner into UPDATE statements that overwrite columns while ck.race_detector is on: reports a row changed by another transaction after this one read the table without a lock (CK008 at ''error''); always true';
+
+CREATE FUNCTION ck.race_reports()
+RETURNS TABLE(reported_at timestamptz, pid integer, role name, table_name text, row_key text, overwritten text,
+              changed_by xid, read_statement text, write_statement text, level text)
+LANGUAGE c VOLATILE PARALLEL RESTRICTED SECURITY INVOKER ROWS 20
+AS 'MODULE_PATHNAME', 'ck_race_reports';
+COMMENT ON FUNCTION ck.race_reports() IS
+'the lost updates ck.race_detector reported in this database, oldest first (the latest 128 of the server, since the shared state appeared or ck.race_reports_reset): when, the backend and role, the table and row, the columns overwritten, the transaction whose change was lost, the unlocked read and the write; the key and statements only for roles allowed to see that role''s (its members, pg_read_all_stats)';
+
+CREATE FUNCTION ck.race_reports_reset()
+RETURNS bigint
+LANGUAGE c VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_race_reports_reset';
+REVOKE EXECUTE ON FUNCTION ck.race_reports_reset() FROM PUBLIC;
+COMMENT ON FUNCTION ck.race_reports_reset() IS
+'forgets every report ck.race_reports shows, of every database; how many there were. Superusers only unless granted';

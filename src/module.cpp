@@ -8,6 +8,10 @@
 #include "queue/store/plans.hpp"
 #include "queue/signal/wakeup.hpp"
 #include "queue/signal/pause.hpp"
+#include "races/mode.hpp"
+#include "races/overwrite.hpp"
+#include "races/reads.hpp"
+#include "races/reports.hpp"
 
 extern "C" {
 #if PG_VERSION_NUM >= 180000
@@ -29,5 +33,9 @@ void _PG_init(void)
     ck::queue_frontier_init();
     ck::queue_plan_init();
     ck::citus_note_log_hook();
+    ck::race_mode_init();
+    ck::race_reads_init();
+    ck::race_overwrite_init();
+    ck::race_reports_init();
 }
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "base/pg.hpp"
+#include "base/tree_walker.hpp"
 
 #include <vector>
 
@@ -62,21 +63,5 @@ void walk_plpgsql_body(Oid fn, BodyWalk *w);
 // A SQL function: its string body, or its BEGIN ATOMIC / RETURN body as PostgreSQL deparses it
 // (with the search path in force, as set by audit_function).
 void walk_sql_body(HeapTuple tup, BodyWalk *w);
-
-#if PG_VERSION_NUM >= 160000
-// Since 16 the tree walkers are macros that cast to tree_walker_callback, which is already
-// the walkers' own type: pass them through unchanged.
-inline tree_walker_callback as_walker(tree_walker_callback fn)
-{
-    return fn;
-}
-#else
-// Before 16 the tree walkers take an unprototyped function pointer (C's "bool (*)()");
-// going through void (*)() says the conversion is intended.
-inline bool (*as_walker(bool (*fn)(Node *, void *)))()
-{
-    return reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)()>(fn));
-}
-#endif
 
 } // namespace ck

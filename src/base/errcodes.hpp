@@ -19,3 +19,6 @@
 #define CK_ERRCODE_STALE_VERSION MAKE_SQLSTATE('C', 'K', '0', '0', '6')
 // ck.rate: the key is at its rate (n calls counted in the last period); 'busy': call again later.
 #define CK_ERRCODE_RATE_EXCEEDED MAKE_SQLSTATE('C', 'K', '0', '0', '7')
+// ck.race_detector = 'error': an UPDATE overwrote a row another transaction changed after this
+// one read the table without a lock (a lost update). A bug to fix, not to retry: 'error'.
+#define CK_ERRCODE_LOST_UPDATE MAKE_SQLSTATE('C', 'K', '0', '0', '8')

@@ -38,7 +38,7 @@ struct Part {
     void (*init)(void *);
 };
 
-constexpr int max_parts = 4;
+constexpr int max_parts = 5;
 Part parts[max_parts];
 int nparts = 0;
 

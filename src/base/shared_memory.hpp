@@ -13,7 +13,7 @@ namespace ck {
 // From _PG_init: the part `name` of `size` bytes; once the shared state exists (at the server's
 // start when preloaded, else at shared_memory_attach), *where points to it, and init has run on
 // it when it was new (made again by a server restart or crash restart, never by a backend's).
-// At most four parts.
+// At most five parts.
 void shared_memory_request(const char *name, size_t size, void **where, void (*init)(void *));
 
 // Whether this backend has looked for the shared state yet (a cheap test for hot paths).
