@@ -328,6 +328,22 @@ Write *note_write(Facts *f, RangeVar *rv)
     return w;
 }
 
+bool race_walker(Node *node, void *context);
+
+// The reads inside a write statement, used by that write: its sub-selects and CTEs, and the
+// tables of an UPDATE's FROM.
+bool walk_write(Node *node, List *from, Node *where, Ctx *c)
+{
+    bool in_write = c->in_write;
+    c->in_write = true;
+    ListCell *lc;
+    foreach (lc, from)
+        note_from_item(c, (Node *) lfirst(lc), nullptr, where);
+    bool stop = raw_expression_tree_walker(node, ck::as_walker(race_walker), c);
+    c->in_write = in_write;
+    return stop;
+}
+
 bool race_walker(Node *node, void *context)
 {
     Ctx *c = static_cast<Ctx *>(context);
@@ -374,14 +390,7 @@ bool race_walker(Node *node, void *context)
                     w->sets = lappend(w->sets, item);
             }
         }
-        bool in_write = c->in_write;
-        c->in_write = true;
-        ListCell *lc;
-        foreach (lc, s->fromClause)
-            note_from_item(c, (Node *) lfirst(lc), nullptr, s->whereClause);
-        bool stop = raw_expression_tree_walker(node, ck::as_walker(race_walker), c);
-        c->in_write = in_write;
-        return stop;
+        return walk_write(node, s->fromClause, s->whereClause, c);
     }
     case T_InsertStmt: {
         InsertStmt *s = (InsertStmt *) node;
@@ -391,20 +400,11 @@ bool race_walker(Node *node, void *context)
             w->insert = true;
             w->on_conflict = s->onConflictClause != nullptr;
         }
-        bool in_write = c->in_write;
-        c->in_write = true;
-        bool stop = raw_expression_tree_walker(node, ck::as_walker(race_walker), c);
-        c->in_write = in_write;
-        return stop;
+        return walk_write(node, NIL, nullptr, c);
     }
     case T_DeleteStmt:
-    case T_MergeStmt: {
-        bool in_write = c->in_write;
-        c->in_write = true;
-        bool stop = raw_expression_tree_walker(node, ck::as_walker(race_walker), c);
-        c->in_write = in_write;
-        return stop;
-    }
+    case T_MergeStmt:
+        return walk_write(node, NIL, nullptr, c);
     case T_PLAssignStmt: {
         // The target's name is no use of it; its subscripts and the value are.
         PLAssignStmt *a = (PLAssignStmt *) node;
