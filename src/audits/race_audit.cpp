@@ -32,8 +32,9 @@
 // when its body runs SET TRANSACTION ISOLATION LEVEL SERIALIZABLE (or sets transaction_isolation
 // or default_transaction_isolation to serializable), or when its own SET clause (proconfig)
 // sets one of them to serializable: SERIALIZABLE protects the rule if every transaction that
-// touches it runs SERIALIZABLE, which the audit assumes. One row per write statement (the first
-// read that guards it).
+// touches it runs SERIALIZABLE, which the audit assumes. One row per write statement (the read
+// the write itself names, else the first read that guards it); a body that cannot be analysed
+// gives one row of kind 'could not analyse' with the error as its rule, as ck.lock_audit does.
 //
 // What it cannot see. Dynamic SQL (EXECUTE, the text given to ck.retry): whether a function is
 // only ever called through CALL ck.retry(..., 'serializable') is not known (give it SET
