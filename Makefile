@@ -30,6 +30,7 @@ REGRESS     += queue_redrive queue_timeouts
 REGRESS     += queue_history
 REGRESS     += queue_pause
 REGRESS     += rate_limit queue_rate
+REGRESS     += race_audit
 REGRESS     += race_detector_plans
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 ISOLATION    = $(notdir $(basename $(call ck_sources,test/specs/*.spec)))

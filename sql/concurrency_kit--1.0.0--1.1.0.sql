@@ -1056,6 +1056,15 @@ AS 'MODULE_PATHNAME', 'ck_try_complete_many';
 COMMENT ON FUNCTION ck.try_complete_many(regclass, bigint[], bigint[], jsonb[]) IS
 'ck.try_complete_many with results[i] for ids[i], kept in the queue''s history';
 
+-- Race audit (issue 48): ck.race_audit
+-- PARALLEL UNSAFE like ck.lock_audit: each function is analysed in a subtransaction.
+CREATE FUNCTION ck.race_audit(schema name DEFAULT NULL)
+RETURNS TABLE(func regprocedure, kind text, read_statement text, write_statement text, rule text, fix text)
+LANGUAGE c STABLE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_race_audit';
+COMMENT ON FUNCTION ck.race_audit(name) IS
+'read-decide-write races in SQL and PL/pgSQL functions and procedures: lost_update (an unlocked read whose value a later UPDATE of the same table writes back, with no re-check in its WHERE) and write_skew (an unlocked check of a table guarding an INSERT into it that no unique or exclusion constraint covers, or an UPDATE decided on a count or EXISTS); each row names the two statements, the rule and the fix; functions set to SERIALIZABLE are skipped; a body that cannot be analysed gives a row saying so; all non-system schemas but ck when schema is NULL';
+
 -- The race detector (1.1.0, issue 48). ck.race_detector (off, log, warning, error), a setting
 -- of the library, makes the planner put ck_internal.race_check into each UPDATE that
 -- overwrites columns without a guard (src/races/overwrite.cpp); it reports a row another

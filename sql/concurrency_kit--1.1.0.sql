@@ -1662,6 +1662,14 @@ AS 'MODULE_PATHNAME', 'ck_lock_audit';
 COMMENT ON FUNCTION ck.lock_audit(name) IS
 'statements of SQL and PL/pgSQL functions that take FOR UPDATE on a table a foreign key references while the function neither deletes from it nor changes a referenced key: FOR NO KEY UPDATE would do and does not block inserts of referencing rows; a body that cannot be analysed gives a row saying so; all non-system schemas but ck when schema is NULL';
 
+-- PARALLEL UNSAFE like ck.lock_audit: each function is analysed in a subtransaction.
+CREATE FUNCTION ck.race_audit(schema name DEFAULT NULL)
+RETURNS TABLE(func regprocedure, kind text, read_statement text, write_statement text, rule text, fix text)
+LANGUAGE c STABLE PARALLEL UNSAFE SECURITY INVOKER
+AS 'MODULE_PATHNAME', 'ck_race_audit';
+COMMENT ON FUNCTION ck.race_audit(name) IS
+'read-decide-write races in SQL and PL/pgSQL functions and procedures: lost_update (an unlocked read whose value a later UPDATE of the same table writes back, with no re-check in its WHERE) and write_skew (an unlocked check of a table guarding an INSERT into it that no unique or exclusion constraint covers, or an UPDATE decided on a count or EXISTS); each row names the two statements, the rule and the fix; functions set to SERIALIZABLE are skipped; a body that cannot be analysed gives a row saying so; all non-system schemas but ck when schema is NULL';
+
 -- Distributed queues (0.3.2): a queue distributed over a Citus cluster by ck.distribute_queue.
 -- Each shard of the queue is a queue of its own on the worker that holds it (registered in that
 -- worker's ck.queues, with its triggers, claim frontier and unique index); the coordinator's

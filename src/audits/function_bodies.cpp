@@ -49,6 +49,25 @@ void note_maybe(BodyWalk *w, const char *what)
         w->stopped = true;
 }
 
+// The names a statement stores its result in, to the optional targets callback: a row's
+// fields (INTO a, b makes a row of them), a record's own name.
+void note_targets(PLpgSQL_variable *target, BodyWalk *w)
+{
+    if (target == nullptr || w->targets == nullptr || w->stopped)
+        return;
+    List *names = NIL;
+    if (target->dtype == PLPGSQL_DTYPE_ROW) {
+        auto *row = (PLpgSQL_row *) target;
+        for (int i = 0; i < row->nfields; i++) {
+            if (row->fieldnames[i] != nullptr)
+                names = lappend(names, row->fieldnames[i]);
+        }
+    } else {
+        names = lappend(names, target->refname);
+    }
+    w->targets(names, w->arg);
+}
+
 // EXECUTE and friends: the statement text is only known at run time.
 void walk_dynamic(PLpgSQL_expr *query, List *params, const char *what, BodyWalk *w)
 {
@@ -117,6 +136,7 @@ void walk_stmt(PLpgSQL_stmt *stmt, BodyWalk *w)
     }
     case PLPGSQL_STMT_FORS: {
         auto *s = (PLpgSQL_stmt_fors *) stmt;
+        note_targets(s->var, w);
         walk_expr(s->query, w);
         walk_stmts(s->body, w);
         break;
@@ -164,9 +184,13 @@ void walk_stmt(PLpgSQL_stmt *stmt, BodyWalk *w)
         walk_expr(s->message, w);
         break;
     }
-    case PLPGSQL_STMT_EXECSQL:
-        walk_expr(((PLpgSQL_stmt_execsql *) stmt)->sqlstmt, w);
+    case PLPGSQL_STMT_EXECSQL: {
+        auto *s = (PLpgSQL_stmt_execsql *) stmt;
+        if (s->into)
+            note_targets(s->target, w);
+        walk_expr(s->sqlstmt, w);
         break;
+    }
     case PLPGSQL_STMT_DYNEXECUTE: {
         auto *s = (PLpgSQL_stmt_dynexecute *) stmt;
         walk_dynamic(s->query, s->params, "EXECUTE", w);
@@ -281,7 +305,8 @@ const char *const ListSql =
     "  FROM pg_catalog.pg_proc p"
     "  JOIN pg_catalog.pg_namespace n ON n.oid" EQ "p.pronamespace"
     "  JOIN pg_catalog.pg_language l ON l.oid" EQ "p.prolang"
-    " WHERE p.prokind" EQ "'f'::pg_catalog.\"char\" AND l.lanname" EQ "ANY ('{sql,plpgsql}'::pg_catalog.name[])"
+    " WHERE (p.prokind" EQ "'f'::pg_catalog.\"char\" OR ($2 AND p.prokind" EQ "'p'::pg_catalog.\"char\"))"
+    "   AND l.lanname" EQ "ANY ('{sql,plpgsql}'::pg_catalog.name[])"
     "   AND NOT p.prorettype" EQ "ANY ('{pg_catalog.trigger,pg_catalog.event_trigger}'::pg_catalog.regtype[])"
     "   AND CASE WHEN $1 IS NOT NULL THEN n.oid" EQ "$1"
     "       ELSE NOT n.nspname" EQ "ANY ('{pg_catalog,information_schema,pg_toast,ck}'::pg_catalog.name[])"
@@ -295,6 +320,37 @@ const char *const ListSql =
 } // namespace
 
 namespace ck {
+
+char *statement_text(RawStmt *raw, const char *source)
+{
+    const char *start = source + raw->stmt_location;
+    int len = raw->stmt_len > 0 ? raw->stmt_len : (int) strlen(start);
+    while (len > 0 && isspace((unsigned char) *start)) {
+        start++;
+        len--;
+    }
+    while (len > 0 && (isspace((unsigned char) start[len - 1]) || start[len - 1] == ';'))
+        len--;
+    char *text = (char *) palloc(len + 1);
+    int n = 0;
+    char quote = '\0';
+    for (int i = 0; i < len; i++) {
+        char ch = start[i];
+        if (quote != '\0') {
+            if (ch == quote)
+                quote = '\0';
+        } else if (ch == '\'' || ch == '"') {
+            quote = ch;
+        } else if (isspace((unsigned char) ch)) {
+            if (n > 0 && text[n - 1] == ' ')
+                continue;
+            ch = ' ';
+        }
+        text[n++] = ch;
+    }
+    text[n] = '\0';
+    return text;
+}
 
 void walk_raw_text(const char *sql, RawParseMode mode, BodyWalk *w)
 {
@@ -379,17 +435,17 @@ Oid audit_schema(FunctionCallInfo fcinfo)
     return pg_call([&] { return get_namespace_oid(name, false); });
 }
 
-// SQL and PL/pgSQL functions in scope, trigger functions excluded. Without a schema:
+// SQL and PL/pgSQL functions in scope (and procedures, if asked), trigger functions excluded. Without a schema:
 // every schema but the system ones and ck, and no function that belongs to an extension.
-std::vector<AuditCandidate> list_audit_candidates(Oid nsp)
+std::vector<AuditCandidate> list_audit_candidates(Oid nsp, AuditScope scope)
 {
     std::vector<AuditCandidate> out;
     spi_connect();
-    Oid types[1] = {OIDOID};
-    Datum values[1] = {ObjectIdGetDatum(nsp)};
-    const char nulls[2] = {OidIsValid(nsp) ? ' ' : 'n', '\0'};
+    Oid types[2] = {OIDOID, BOOLOID};
+    Datum values[2] = {ObjectIdGetDatum(nsp), BoolGetDatum(scope == FunctionsAndProcedures)};
+    const char nulls[3] = {OidIsValid(nsp) ? ' ' : 'n', ' ', '\0'};
     uint64 n = pg_call([&] {
-        if (SPI_execute_with_args(ListSql, 1, types, values, nulls, true, 0) != SPI_OK_SELECT)
+        if (SPI_execute_with_args(ListSql, 2, types, values, nulls, true, 0) != SPI_OK_SELECT)
             elog(ERROR, "could not list functions");
         return SPI_processed;
     });
@@ -441,11 +497,11 @@ const char *audit_function(const AuditCandidate &c, AnalyseFn fn, void *arg, Mem
 
 } // namespace
 
-void run_audit(FunctionCallInfo fcinfo, AnalyseFn analyse, ReportFn report, void *arg)
+void run_audit(FunctionCallInfo fcinfo, AnalyseFn analyse, ReportFn report, void *arg, AuditScope scope)
 {
     Oid nsp = audit_schema(fcinfo);
     ReturnSetInfo *rsinfo = pg_call([&] { return begin_result_set(fcinfo); });
-    std::vector<AuditCandidate> candidates = list_audit_candidates(nsp);
+    std::vector<AuditCandidate> candidates = list_audit_candidates(nsp, scope);
     MemoryContext out = CurrentMemoryContext;
     MemoryContext work = pg_call([&] { return AllocSetContextCreate(out, "ck audit", ALLOCSET_DEFAULT_SIZES); });
     for (const AuditCandidate &c : candidates) {

@@ -38,8 +38,11 @@ using ReportFn = void (*)(const AuditCandidate &c, const char *error, void *arg,
 
 // An audit call (schema name as argument 0, NULL for all): every function in scope is analysed
 // by audit_function, then reported. Allocations that must outlive the analysis go to the
-// context current at the call (the result set's rows are copied in any case).
-void run_audit(FunctionCallInfo fcinfo, AnalyseFn analyse, ReportFn report, void *arg);
+// context current at the call (the result set's rows are copied in any case). With
+// FunctionsAndProcedures, SQL and PL/pgSQL procedures are in scope too.
+enum AuditScope { FunctionsOnly, FunctionsAndProcedures };
+void run_audit(FunctionCallInfo fcinfo, AnalyseFn analyse, ReportFn report, void *arg,
+               AuditScope scope = FunctionsOnly);
 
 // Callbacks of a body walk; each returns true to stop the walk.
 struct BodyWalk {
@@ -51,7 +54,15 @@ struct BodyWalk {
     bool (*maybe)(const char *what, void *arg);
     void *arg;
     bool stopped;
+    // Optional (nullptr: not called). The names a PL/pgSQL statement stores its result in,
+    // called just before that statement: the INTO targets of a SQL statement (a row's fields,
+    // a record's name) and the loop variable of FOR ... IN query.
+    void (*targets)(List *names, void *arg);
 };
+
+// A statement's own text on one line, trimmed (runs of white space outside quotes become one
+// space: PL/pgSQL leaves spaces where it took INTO out; deparsed bodies span lines).
+char *statement_text(RawStmt *raw, const char *source);
 
 // Every raw statement of a text.
 void walk_raw_text(const char *sql, RawParseMode mode, BodyWalk *w);

@@ -198,40 +198,6 @@ bool lock_walker(Node *node, void *context)
     return raw_expression_tree_walker(node, ck::as_walker(lock_walker), f);
 }
 
-// The statement's own text, trimmed.
-char *statement_text(RawStmt *raw, const char *source)
-{
-    const char *start = source + raw->stmt_location;
-    int len = raw->stmt_len > 0 ? raw->stmt_len : (int) strlen(start);
-    while (len > 0 && isspace((unsigned char) *start)) {
-        start++;
-        len--;
-    }
-    while (len > 0 && (isspace((unsigned char) start[len - 1]) || start[len - 1] == ';'))
-        len--;
-    // On one line: runs of white space outside quotes become one space (PL/pgSQL leaves
-    // spaces where it took INTO out; deparsed bodies span lines).
-    char *text = (char *) palloc(len + 1);
-    int n = 0;
-    char quote = '\0';
-    for (int i = 0; i < len; i++) {
-        char ch = start[i];
-        if (quote != '\0') {
-            if (ch == quote)
-                quote = '\0';
-        } else if (ch == '\'' || ch == '"') {
-            quote = ch;
-        } else if (isspace((unsigned char) ch)) {
-            if (n > 0 && text[n - 1] == ' ')
-                continue;
-            ch = ' ';
-        }
-        text[n++] = ch;
-    }
-    text[n] = '\0';
-    return text;
-}
-
 bool on_statement(RawStmt *raw, const char *source, void *arg)
 {
     Facts *f = static_cast<Facts *>(arg);
@@ -247,7 +213,7 @@ bool on_statement(RawStmt *raw, const char *source, void *arg)
         return false; // a utility statement locks no rows
     }
     f->current = list_length(f->stmts);
-    f->stmts = lappend(f->stmts, statement_text(raw, source));
+    f->stmts = lappend(f->stmts, ck::statement_text(raw, source));
     f->ctes = NIL;
     lock_walker(raw->stmt, f);
     return false;

@@ -368,6 +368,7 @@ FUNCS = {
                          False, False),
     "volatility_audit": (lambda: opt([], lambda: pick(SCHEMAS, BAD_SCHEMAS)), True, False),
     "lock_audit": (lambda: opt([], lambda: pick(SCHEMAS, BAD_SCHEMAS)), True, False),
+    "race_audit": (lambda: opt([], lambda: pick(SCHEMAS, BAD_SCHEMAS)), True, False),
     "scan_check": (lambda: [pick(SQLS, BAD_SQLS)], True, False),
 }
 

@@ -371,6 +371,8 @@ FUNCS = [
      "SELECT count(*) FROM pg_proc WHERE pronamespace = 'app'::regnamespace", "", {}),
     ("lock_audit", [], "SELECT count(*) FROM ck.lock_audit('app')",
      "SELECT count(*) FROM pg_proc WHERE pronamespace = 'app'::regnamespace", "", {}),
+    ("race_audit", [], "SELECT count(*) FROM ck.race_audit('app')",
+     "SELECT count(*) FROM pg_proc WHERE pronamespace = 'app'::regnamespace", "", {}),
     ("scan_check", ["USAGE on schema app", "SELECT on app.stock"],
      "SELECT count(*) FROM ck.scan_check('SELECT * FROM app.stock WHERE qty > 0')",
      "EXPLAIN SELECT * FROM app.stock WHERE qty > 0", "", {}),

@@ -88,7 +88,8 @@ INSERT INTO expected_functions VALUES
     ('unique_guard_ddl',    '{regclass,name[],text}',                                 'text',    'stable',    'safe',   false),
     ('scan_check',          '{text}',                                                 'setof record', 'volatile', 'unsafe', false),
     ('volatility_audit',    '{name}',                                                 'setof record', 'stable', 'unsafe', false),
-    ('lock_audit',          '{name}',                                                 'setof record', 'stable', 'unsafe', false);
+    ('lock_audit',          '{name}',                                                 'setof record', 'stable', 'unsafe', false),
+    ('race_audit',          '{name}',                                                 'setof record', 'stable', 'unsafe', false);
 
 -- Internals (trigger functions, Citus plumbing, what only the extension calls): schema
 -- ck_internal, out of \df ck.*.
