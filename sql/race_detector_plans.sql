@@ -75,6 +75,20 @@ SELECT qty FROM rd_stock WHERE id = 1;
 -- The check called by hand knows no read of this transaction: it lets the row through, NULLs too.
 SELECT ck_internal.race_check('rd_stock', '1', '(0,1)', 'x', 'y') AS checked,
        ck_internal.race_check(NULL, NULL, NULL, NULL, NULL) AS with_nulls;
+-- After a read, a hand-made call with a transaction id not yet begun is a report; its tid names
+-- no page of the table, which is neither read nor extended (the key is the tid).
+SELECT pg_relation_size('rd_stock') AS size_before \gset
+BEGIN;
+SELECT count(*) FROM rd_stock;
+DO $$
+BEGIN
+    PERFORM ck_internal.race_check('rd_stock', (pg_current_xact_id()::text::bigint % 4294967296 + 1000)::text::xid,
+                                   '(4294967295,1)', 'w', 'qty');
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE '%: %', SQLSTATE, SQLERRM;   -- the detail names the transaction id, which varies
+END $$;
+ROLLBACK;
+SELECT pg_relation_size('rd_stock') = :size_before AS same_size;
 
 -- Reports: anyone reads them (statements only of roles they may see); only superusers reset.
 CREATE ROLE rd_user;

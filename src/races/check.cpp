@@ -83,8 +83,11 @@ void describe_key(Relation rel, ItemPointer tid, char *out, size_t size)
 {
     out[0] = '\0';
     Bitmapset *keys = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+    // A tid from a hand-made call may name no page of the table (InvalidBlockNumber would even
+    // extend it): only the plan's own tids are read.
+    bool readable = ItemPointerIsValid(tid) && ItemPointerGetBlockNumber(tid) < RelationGetNumberOfBlocks(rel);
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
-    if (keys != nullptr && table_tuple_fetch_row_version(rel, tid, SnapshotAny, slot)) {
+    if (keys != nullptr && readable && table_tuple_fetch_row_version(rel, tid, SnapshotAny, slot)) {
         char names[128] = "(", values[128] = "(";
         int member = -1;
         bool first = true;

@@ -369,6 +369,8 @@ FUNCS = {
     "volatility_audit": (lambda: opt([], lambda: pick(SCHEMAS, BAD_SCHEMAS)), True, False),
     "lock_audit": (lambda: opt([], lambda: pick(SCHEMAS, BAD_SCHEMAS)), True, False),
     "race_audit": (lambda: opt([], lambda: pick(SCHEMAS, BAD_SCHEMAS)), True, False),
+    "race_reports": (lambda: [], True, False),
+    "race_reports_reset": (lambda: [], False, False),
     "scan_check": (lambda: [pick(SQLS, BAD_SQLS)], True, False),
 }
 

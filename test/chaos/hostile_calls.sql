@@ -742,6 +742,9 @@ SELECT count(*) FROM ck.race_audit('nope'); -- expect: 3F000
 SELECT count(*) FROM ck.race_audit(''); -- expect: 3F000|22023
 SELECT count(*) >= 0 FROM ck.race_audit('pg_catalog'); -- expect: = t
 SELECT count(*) >= 0 FROM ck.race_audit(:'other_schema'); -- expect: = t
+SELECT count(*) >= 0 FROM ck.race_reports(); -- expect: = t
+SELECT ck_internal.race_check(NULL, NULL, NULL, NULL, NULL); -- expect: = t
+SELECT ck_internal.race_check(0, '4000000000', '(4294967295,65535)', NULL, NULL); -- expect: = t
 SELECT ck.scan_check(NULL); -- expect: 22004
 SELECT ck.scan_check(''); -- expect: 22023|42601
 SELECT ck.scan_check('SELECT 1; SELECT 2'); -- expect: 22023|42601|0A000

@@ -373,6 +373,10 @@ FUNCS = [
      "SELECT count(*) FROM pg_proc WHERE pronamespace = 'app'::regnamespace", "", {}),
     ("race_audit", [], "SELECT count(*) FROM ck.race_audit('app')",
      "SELECT count(*) FROM pg_proc WHERE pronamespace = 'app'::regnamespace", "", {}),
+    # The race detector's reports: anyone reads them (like pg_stat_activity, the statements only
+    # of roles one may see); only superusers reset them (like pg_stat_reset_shared).
+    ("race_reports", [], "SELECT count(*) >= 0 FROM ck.race_reports()", "SELECT count(*) FROM pg_stat_activity", "", {}),
+    ("race_reports_reset", [], "SELECT ck.race_reports_reset() >= 0", "SELECT pg_stat_reset_shared('bgwriter')", "", {}),
     ("scan_check", ["USAGE on schema app", "SELECT on app.stock"],
      "SELECT count(*) FROM ck.scan_check('SELECT * FROM app.stock WHERE qty > 0')",
      "EXPLAIN SELECT * FROM app.stock WHERE qty > 0", "", {}),

@@ -89,7 +89,9 @@ INSERT INTO expected_functions VALUES
     ('scan_check',          '{text}',                                                 'setof record', 'volatile', 'unsafe', false),
     ('volatility_audit',    '{name}',                                                 'setof record', 'stable', 'unsafe', false),
     ('lock_audit',          '{name}',                                                 'setof record', 'stable', 'unsafe', false),
-    ('race_audit',          '{name}',                                                 'setof record', 'stable', 'unsafe', false);
+    ('race_audit',          '{name}',                                                 'setof record', 'stable', 'unsafe', false),
+    ('race_reports',        '{}',                                                     'setof record', 'volatile', 'restricted', false),
+    ('race_reports_reset',  '{}',                                                     'bigint',  'volatile',  'unsafe', false);
 
 -- Internals (trigger functions, Citus plumbing, what only the extension calls): schema
 -- ck_internal, out of \df ck.*.
@@ -113,7 +115,8 @@ INSERT INTO expected_internal VALUES
     ('settle_paused_key',   '{regclass,text}',                                        'void',    'volatile',  'unsafe', false),
     ('queue_paused_keys_dropped', '{}',                                               'trigger', 'volatile',  'unsafe', false),
     ('queue_paused_keys_distributed', '{}',                                           'trigger', 'volatile',  'unsafe', false),
-    ('session_locks_held',  '{}',                                                     'setof record', 'volatile', 'unsafe', false);
+    ('session_locks_held',  '{}',                                                     'setof record', 'volatile', 'unsafe', false),
+    ('race_check',          '{regclass,xid,tid,text,text}',                           'boolean', 'volatile',  'unsafe', false);
 
 CREATE TEMP VIEW expected_all AS
 SELECT 'ck' AS schema, e.* FROM expected_functions AS e
