@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: short acts, each a concurrency bug in plain SQL (or a crash) and the same job done with
-# concurrency_kit: stock, a crashed queue worker, one outbox relay, write skew, double bookings.
+# concurrency_kit: stock, a crashed queue worker, one outbox relay, write skew, double bookings; then the
+# race detector finding the first act's naive seller.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -187,6 +188,29 @@ act_guard() {
     echo "    -> the second client waited for the first and got 23P01 (-> $(sql -c "SELECT ck.sqlstate_action('23P01')")): nothing to retry, nothing double-booked"
 }
 
+# Act 6 ------------------------------------------------------------------------------------
+
+# Finding the bug before it ships: act 1's naive seller again, with the race detector on in its sessions.
+act_detector() {
+    local reported kept
+    echo
+    echo "Act 6: finding the naive seller before it ships (ck.race_detector)"
+    echo "  Act 1's clients again, each session with SET ck.race_detector = 'log' (or 'warning', 'error'):"
+    sql -c "SELECT ck.race_reports_reset()" >/dev/null
+    PGOPTIONS="$PGOPTIONS -c ck.race_detector=log" sell last_units_naive.sql
+    kept=$(sql -c "SELECT count(*) FROM ck.race_reports()")
+    echo "    ck.race_reports holds the latest $kept reports (it keeps 128); the oldest of them:"
+    sql -c "SELECT format('      %s %s: read \"%s\", then \"%s\" overwrote %s',
+                   table_name, row_key, read_statement, write_statement, overwritten)
+            FROM ck.race_reports() ORDER BY reported_at LIMIT 1"
+    sql -c "SELECT ck.race_reports_reset()" >/dev/null
+    echo "  The same crowd with ck.try_decrement, detector on:"
+    PGOPTIONS="$PGOPTIONS -c ck.race_detector=log" sell last_units_ck.sql
+    reported=$(sql -c "SELECT count(*) FROM ck.race_reports()")
+    echo "    the detector reported $reported lost updates"
+    echo "    -> turn it on in a test suite or on staging: every read-then-overwrite that lost a change is named"
+}
+
 echo "concurrency_kit demo: what goes wrong when many clients write at once, and the fix"
 dropdb --if-exists ck_demo
 createdb ck_demo
@@ -196,3 +220,4 @@ act_crashed_worker
 act_locks
 act_write_skew
 act_guard
+act_detector

@@ -311,7 +311,7 @@ backend_memory() {
 }
 
 # wanted SECTION: true when CK_BENCH_ONLY (a space-separated list of stock queue gap scaling naptime wakeup unique limits
-# timeouts history history_counts pause dependencies lock rate queue_rate optimistic overlaps latency size memory) is unset or names SECTION.
+# timeouts history history_counts pause dependencies lock rate queue_rate optimistic overlaps race_detector latency size memory) is unset or names SECTION.
 wanted() { [[ -z ${CK_BENCH_ONLY:-} || " $CK_BENCH_ONLY " == *" $1 "* ]]; }
 
 # clause_cost WORKLOAD [VAR=VALUE...]: what the SET search_path clause of 0.1.0 cost a call: one mixed run (1 and 8
@@ -891,6 +891,65 @@ indexes, TOAST), indexes is pg_indexes_size.
 |---|---:|---:|
 EOF
 queue_size 1000000
+fi
+
+# race_cell CLIENTS SYNC: the race detector's cost on the stock decrement and the optimistic update, written by
+# hand and through ck, in three configurations: the library not preloaded (the hand-written SQL then runs on a
+# server without any of the library's hooks), preloaded with ck.race_detector off, and preloaded with it on
+# ('warning', every session). Each script runs in its own separate run after the same set-up; 3 rounds, the
+# configurations' order rotating. Prints a table row per script: the median tps of each configuration and the
+# medians of the rounds' ratios off / no hooks and on / off. (No mixed run: a configuration is the server's, or a
+# session setting whose every change replans.)
+race_cell() {
+    local clients=$1 sync=$2 round config script i detector
+    local -a configs=(nohooks off on) order scripts tps
+    local -A runs=()
+    for round in 0 1 2; do
+        order=("${configs[@]:round}" "${configs[@]:0:round}")
+        for config in "${order[@]}"; do
+            scripts=(stock_handwritten.sql version_handwritten.sql)
+            [[ $config == nohooks ]] || scripts+=(stock_ck.sql version_ck.sql)
+            if [[ $config == nohooks ]]; then preload off; else preload on; fi
+            detector=off
+            [[ $config != on ]] || detector=warning
+            read -r -a tps <<<"$(PGOPTIONS="$PGOPTIONS -c ck.race_detector=$detector" mean_tps race_setup.sql \
+                "$clients" "$sync" -D skus=10000 -D rows=10000 "${scripts[@]}")"
+            for i in "${!scripts[@]}"; do runs[$config/${scripts[i]}]+=" ${tps[i]}"; done
+        done
+    done
+    preload on
+    for script in stock_handwritten.sql version_handwritten.sql stock_ck.sql version_ck.sql; do
+        local base=(${runs[nohooks/$script]:-}) off=(${runs[off/$script]}) on=(${runs[on/$script]}) r_off="" r_on=""
+        for i in 0 1 2; do
+            [[ ${#base[@]} -eq 0 ]] || r_off+=" $(awk -v o="${off[i]}" -v b="${base[i]}" 'BEGIN { print o / b }')"
+            r_on+=" $(awk -v n="${on[i]}" -v o="${off[i]}" 'BEGIN { print n / o }')"
+        done
+        printf '| %s | %d | %s | %s | %d | %d | %s | %.2f |\n' "${script%.sql}" "$clients" "$sync" \
+            "$( ((${#base[@]} == 0)) && echo — || median "${base[@]}")" "$(median "${off[@]}")" "$(median "${on[@]}")" \
+            "$([[ -z $r_off ]] && echo — || printf '%.2f' "$(median $r_off)")" "$(median $r_on)" | out
+    done
+}
+
+if wanted race_detector; then
+out <<EOF
+
+## Race detector: its cost, off and on
+
+The stock decrement (10,000 rows, random sku) and the optimistic update (read the version, then a versioned
+\`UPDATE\`; 10,000 rows), each written by hand and through ck (\`ck.try_decrement\`, \`ck.try_update_if_version\`),
+in separate runs of ${seconds} s after the same set-up, 3 rounds, the order of the configurations rotating:
+**no hooks**, the library not preloaded (the hand-written SQL runs on a server without the library's hooks);
+**off**, preloaded, \`ck.race_detector = off\`; **on**, preloaded, \`ck.race_detector = 'warning'\` in every session
+(each read is recorded, each overwrite checked; these workloads overwrite nothing unguarded, so nothing is
+reported). Median tps per configuration and the medians of the rounds' ratios. Goals (issue 48): off / no hooks
+>= 0.99, on / off >= 0.85.
+
+| script | clients | sync | no hooks | off | on | off / no hooks | on / off |
+|---|---:|---|---:|---:|---:|---:|---:|
+EOF
+for clients in ${CK_BENCH_CLIENTS:-1 4}; do
+    for sync in ${CK_BENCH_SYNC:-on off}; do race_cell "$clients" "$sync"; done
+done
 fi
 
 if wanted memory; then
