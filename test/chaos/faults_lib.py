@@ -45,7 +45,9 @@ class Tap:
 
 
 def connect(dbname, application_name="chaos", **kwargs):
-    """An autocommit connection; short connect timeout so that a dead server fails fast."""
+    """An autocommit connection; short connect timeout so that a dead server fails fast. The race
+    detector is on ('log') in every chaos session: crashes, faults and long runs meet it too."""
+    kwargs.setdefault("options", "-c ck.race_detector=log")
     return psycopg.connect(dbname=dbname, autocommit=True, connect_timeout=3,
                            application_name=application_name, **kwargs)
 

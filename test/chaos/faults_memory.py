@@ -33,6 +33,7 @@ FAMILIES = [
     ("xact_lock by number", "mem_xact_lock_number", 1_000_000, 100_000, 1000),
     ("sqlstate_action", "mem_sqlstate_action", 1_000_000, 100_000, 1000),
     ("find_overlaps", "mem_find_overlaps", 10_000, 2_000, 100),
+    ("race_detector", "mem_race_detector", 1_000_000, 100_000, 1000),
     ("baseline", "mem_baseline", 1_000_000, 100_000, 100),   # plain UPDATE: reported, not checked
 ]
 

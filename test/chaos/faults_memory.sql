@@ -315,3 +315,46 @@ BEGIN
     INSERT INTO mem_checked VALUES ('baseline', calls, checked);
 END
 $$;
+
+-- The race detector on ('log', its messages kept out of the server log): each call records an
+-- unlocked read, runs an overwrite the planner checked (its row unchanged since: not lost), and
+-- makes one report by hand (a transaction id not yet begun), through the key's description and
+-- the shared ring of reports; the ring then holds its latest 128.
+CREATE TABLE mem_race (id int PRIMARY KEY, qty bigint NOT NULL);
+INSERT INTO mem_race SELECT g, 0 FROM generate_series(0, 1000) AS g;
+CREATE PROCEDURE mem_race_detector(calls int, warm int, per int) LANGUAGE plpgsql AS $$
+DECLARE
+    k int;
+    v bigint;
+    checked bigint := 0;
+BEGIN
+    PERFORM set_config('log_min_messages', 'panic', false);
+    PERFORM set_config('ck.race_detector', 'log', false);
+    PERFORM ck.race_reports_reset();
+    FOR i IN 1..calls LOOP
+        k := i % 1001;
+        SELECT qty INTO v FROM mem_race WHERE id = k;
+        UPDATE mem_race SET qty = v + 1 WHERE id = k;
+        IF NOT ck_internal.race_check('mem_race', (pg_current_xact_id()::text::bigint % 4294967296 + 1000)::text::xid,
+                                      (SELECT ctid FROM mem_race WHERE id = k), 'mem', 'qty') THEN
+            RAISE 'race_check: key % gave false', k;
+        END IF;
+        checked := checked + 1;
+        IF i % per = 0 THEN
+            IF i = per OR i = warm OR i = calls THEN
+                PERFORM mem_sample('race_detector', i);
+            END IF;
+            COMMIT;
+        END IF;
+    END LOOP;
+    IF (SELECT count(*) FROM ck.race_reports() WHERE table_name = 'public.mem_race' AND row_key LIKE '(id)=(%)')
+       <> least(calls, 128) THEN
+        RAISE 'race_detector: % reports kept', (SELECT count(*) FROM ck.race_reports());
+    END IF;
+    IF (SELECT sum(qty) FROM mem_race) <> calls THEN
+        RAISE 'race_detector: % increments made of %', (SELECT sum(qty) FROM mem_race), calls;
+    END IF;
+    PERFORM set_config('ck.race_detector', 'off', false);
+    INSERT INTO mem_checked VALUES ('race_detector', calls, checked);
+END
+$$;
