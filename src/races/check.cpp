@@ -22,6 +22,7 @@ extern "C" {
 #include "access/transam.h"
 #include "executor/tuptable.h"
 #include "nodes/bitmapset.h"
+#include "storage/bufmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/rel.h"
