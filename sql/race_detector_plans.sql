@@ -37,7 +37,11 @@ SELECT rd_checked($$UPDATE rd_stock SET qty = 9, note = 'x' WHERE sku = 'a'$$);
 SELECT rd_checked('UPDATE rd_stock SET qty = 0');
 -- One column overwritten, one computed: checked, naming the overwritten one.
 SELECT rd_checked('UPDATE rd_stock SET qty = 9, version = version + 1 WHERE id = 1');
--- A value from a sub-select of another table is an overwrite too.
+-- A value made in the statement alone (now(), a sequence) carries nothing read: not an overwrite.
+SELECT rd_checked('UPDATE rd_stock SET note = now()::text WHERE id = 1');
+SELECT rd_checked('UPDATE rd_stock SET qty = 9, note = now()::text WHERE id = 1');
+-- A value read from another table in the statement is not the application's: not checked (one
+-- of the detector's blind spots, with UPDATE ... FROM).
 SELECT rd_checked('UPDATE rd_stock SET qty = (SELECT max(qty) FROM rd_log) WHERE id = 1');
 -- Computed from the row (also through a sub-select of it): not checked.
 SELECT rd_checked('UPDATE rd_stock SET qty = qty - 1 WHERE id = 1');

@@ -2,7 +2,8 @@
 // planner hook), and the check put into their plans.
 //
 // An UPDATE overwrites when a SET column's new value refers to no column of the row being
-// updated (SET qty = $1, SET qty = 41; not SET qty = qty - 1), and it is unguarded when its
+// updated but holds a constant or a parameter (SET qty = $1, SET qty = 41; not SET qty = qty - 1,
+// nor SET updated_at = now(), which carries nothing the application read), and it is unguarded when its
 // WHERE tests no column but key columns (those of unique indexes): nothing in the statement
 // re-checks what the transaction read. Such a statement gets ck_internal.race_check(table,
 // xmin, ctid, its text, the columns) as the last test of each scan of its target (the leaf
@@ -73,7 +74,21 @@ bool find_target_vars(Node *node, void *arg)
     return expression_tree_walker(node, as_walker(find_target_vars), s);
 }
 
-// The SET columns whose value refers to no column of the target, quoted and comma-separated.
+// Whether an expression holds a value from outside the statement (a constant or a parameter):
+// one the application may have computed from what it read. SET updated_at = now() holds none.
+bool holds_input(Node *node, void *)
+{
+    if (node == nullptr)
+        return false;
+    if (IsA(node, Const) || IsA(node, Param))
+        return true;
+    if (IsA(node, Query))
+        return query_tree_walker(reinterpret_cast<Query *>(node), as_walker(holds_input), nullptr, 0);
+    return expression_tree_walker(node, as_walker(holds_input), nullptr);
+}
+
+// The SET columns whose value refers to no column of the target but holds a value from outside
+// the statement, quoted and comma-separated.
 bool overwritten_columns(Query *parse, Relation rel, char *out, size_t size)
 {
     out[0] = '\0';
@@ -84,7 +99,7 @@ bool overwritten_columns(Query *parse, Relation rel, char *out, size_t size)
             continue;
         VarSearch s{static_cast<Index>(parse->resultRelation), 0, nullptr, false};
         find_target_vars(reinterpret_cast<Node *>(te->expr), &s);
-        if (s.any)
+        if (s.any || !holds_input(reinterpret_cast<Node *>(te->expr), nullptr))
             continue;
         Form_pg_attribute a = TupleDescAttr(RelationGetDescr(rel), te->resno - 1);
         size_t used = strlen(out);
