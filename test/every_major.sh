@@ -54,6 +54,11 @@ for major in "${majors[@]}"; do
     failed=$((failed + f))
     lacking=$(sed -n 's/^skipped on PostgreSQL [0-9]*: //p' "$log")
     summary+=("PostgreSQL $major: $p passed, $f failed in $minutes min${lacking:+; skipped for want of a tool: $lacking}")
+    # What failed, named in the closing lines: a CI log's tail is often all that is kept of a run.
+    if ((f > 0)); then
+        while IFS= read -r line; do summary+=("    $line"); done < <(
+            grep -E '^(-- .*: [0-9]+ passed, [1-9][0-9]* failed|[[:space:]]*not ok [0-9]|.* \.\.\. FAILED)' "$log" | grep -v '# *TODO' | head -n 20)
+    fi
 done
 
 echo
