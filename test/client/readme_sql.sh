@@ -9,7 +9,8 @@
 #   -- warning: CODE text  the statement raises that WARNING (any WARNING the README does not show fails too)
 # A statement without such a comment must succeed; its output is not compared. A block preceded by
 # <!-- doc-test: skip REASON --> is not run (two sessions, a server restart, a Citus cluster); the reason is printed.
-# (Blocks preceded by <!-- doc-test: file PATH --> are the client workers: test/client/readme_workers.sh checks them.)
+# (Blocks preceded by <!-- doc-test: file PATH --> or <!-- doc-test: excerpt PATH --> are the client workers:
+# test/client/readme_workers.sh checks them.)
 # Why a client test and not a regress test generated from the README: the README's examples use psql itself
 # (\gset), run in one session across blocks, and a drifted example should name its README line, which a
 # pg_regress diff of a generated file would not. Prints TAP, one test per block (and one for the file).
