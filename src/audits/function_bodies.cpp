@@ -3,6 +3,7 @@
 #include "base/boundary.hpp"
 #include "base/qualify.hpp"
 #include "base/spi.hpp"
+#include "base/statement_text.hpp"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -323,32 +324,9 @@ namespace ck {
 
 char *statement_text(RawStmt *raw, const char *source)
 {
-    const char *start = source + raw->stmt_location;
-    int len = raw->stmt_len > 0 ? raw->stmt_len : (int) strlen(start);
-    while (len > 0 && isspace((unsigned char) *start)) {
-        start++;
-        len--;
-    }
-    while (len > 0 && (isspace((unsigned char) start[len - 1]) || start[len - 1] == ';'))
-        len--;
-    char *text = (char *) palloc(len + 1);
-    int n = 0;
-    char quote = '\0';
-    for (int i = 0; i < len; i++) {
-        char ch = start[i];
-        if (quote != '\0') {
-            if (ch == quote)
-                quote = '\0';
-        } else if (ch == '\'' || ch == '"') {
-            quote = ch;
-        } else if (isspace((unsigned char) ch)) {
-            if (n > 0 && text[n - 1] == ' ')
-                continue;
-            ch = ' ';
-        }
-        text[n++] = ch;
-    }
-    text[n] = '\0';
+    size_t size = (raw->stmt_len > 0 ? static_cast<size_t>(raw->stmt_len) : strlen(source + raw->stmt_location)) + 1;
+    char *text = static_cast<char *>(palloc(size));
+    statement_text(text, size, source, raw->stmt_location, raw->stmt_len);
     return text;
 }
 

@@ -60,8 +60,7 @@ struct BodyWalk {
     void (*targets)(List *names, void *arg);
 };
 
-// A statement's own text on one line, trimmed (runs of white space outside quotes become one
-// space: PL/pgSQL leaves spaces where it took INTO out; deparsed bodies span lines).
+// A raw statement's own text on one line (base/statement_text.hpp), palloc'd whole.
 char *statement_text(RawStmt *raw, const char *source);
 
 // Every raw statement of a text.

@@ -209,6 +209,14 @@ bool is_version_type(Oid type)
     return type == INT2OID || type == INT4OID || type == INT8OID;
 }
 
+char *value_text(Datum value, Oid type)
+{
+    Oid output;
+    bool varlena;
+    getTypeOutputInfo(type, &output, &varlena);
+    return OidOutputFunctionCall(output, value);
+}
+
 const char *equality_operator_sql(Oid type)
 {
     return operator_sql(default_equality_operator(type));

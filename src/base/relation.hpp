@@ -59,4 +59,7 @@ const char *key_in_array_sql(const ColumnRef &key, Oid array_type, int param_no)
 // A version column's type (of its base type, for a domain): smallint, integer or bigint.
 bool is_version_type(Oid type);
 
+// A key's value as its type's output function prints it, for messages (palloc'd; inside pg_call).
+char *value_text(Datum value, Oid type);
+
 } // namespace ck

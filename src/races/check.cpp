@@ -10,6 +10,7 @@
 // Each row is reported once per statement, the first time it is found lost.
 #include "base/boundary.hpp"
 #include "base/errcodes.hpp"
+#include "base/relation.hpp"
 #include "base/spi.hpp"
 #include "races/mode.hpp"
 #include "races/reads.hpp"
@@ -97,13 +98,7 @@ void describe_key(Relation rel, ItemPointer tid, char *out, size_t size)
             Form_pg_attribute a = TupleDescAttr(RelationGetDescr(rel), att - 1);
             bool isnull;
             Datum d = slot_getattr(slot, att, &isnull);
-            const char *value = "null";
-            if (!isnull) {
-                Oid out_fn;
-                bool varlena;
-                getTypeOutputInfo(a->atttypid, &out_fn, &varlena);
-                value = OidOutputFunctionCall(out_fn, d);
-            }
+            const char *value = isnull ? "null" : ck::value_text(d, a->atttypid);
             if (!first) {
                 append(names, sizeof names, ", ");
                 append(values, sizeof values, ", ");

@@ -18,9 +18,10 @@
 // (races/mode.cpp). The function must be the extension's own, so that no one can slip a
 // function of the same name into other people's UPDATE statements.
 #include "races/overwrite.hpp"
+#include "base/statement_text.hpp"
 #include "base/tree_walker.hpp"
 #include "races/mode.hpp"
-#include "races/statement_text.hpp"
+#include "races/reports.hpp"
 
 extern "C" {
 #include "access/table.h"
@@ -45,18 +46,26 @@ namespace {
 
 planner_hook_type prev_planner = nullptr;
 
-struct VarSearch {
+// What an expression refers to: the target's columns, and whether it holds a value from outside
+// the statement (a constant or a parameter), one the application may have computed from what it
+// read (SET updated_at = now() holds none).
+struct Seen {
     Index target;
     int depth;            // query levels below the statement
     Bitmapset *columns;   // the target's columns found (offset by FirstLowInvalidHeapAttributeNumber)
-    bool any;
+    bool any;             // a column of the target
+    bool input;           // a constant or a parameter
 };
 
-bool find_target_vars(Node *node, void *arg)
+bool look(Node *node, void *arg)
 {
-    VarSearch *s = static_cast<VarSearch *>(arg);
+    Seen *s = static_cast<Seen *>(arg);
     if (node == nullptr)
         return false;
+    if (IsA(node, Const) || IsA(node, Param)) {
+        s->input = true;
+        return false;
+    }
     if (IsA(node, Var)) {
         Var *v = reinterpret_cast<Var *>(node);
         if (v->varno == static_cast<int>(s->target) && static_cast<int>(v->varlevelsup) == s->depth) {
@@ -67,24 +76,11 @@ bool find_target_vars(Node *node, void *arg)
     }
     if (IsA(node, Query)) {
         s->depth++;
-        bool stop = query_tree_walker(reinterpret_cast<Query *>(node), as_walker(find_target_vars), s, 0);
+        bool stop = query_tree_walker(reinterpret_cast<Query *>(node), as_walker(look), s, 0);
         s->depth--;
         return stop;
     }
-    return expression_tree_walker(node, as_walker(find_target_vars), s);
-}
-
-// Whether an expression holds a value from outside the statement (a constant or a parameter):
-// one the application may have computed from what it read. SET updated_at = now() holds none.
-bool holds_input(Node *node, void *)
-{
-    if (node == nullptr)
-        return false;
-    if (IsA(node, Const) || IsA(node, Param))
-        return true;
-    if (IsA(node, Query))
-        return query_tree_walker(reinterpret_cast<Query *>(node), as_walker(holds_input), nullptr, 0);
-    return expression_tree_walker(node, as_walker(holds_input), nullptr);
+    return expression_tree_walker(node, as_walker(look), s);
 }
 
 // The SET columns whose value refers to no column of the target but holds a value from outside
@@ -97,9 +93,9 @@ bool overwritten_columns(Query *parse, Relation rel, char *out, size_t size)
         TargetEntry *te = static_cast<TargetEntry *>(lfirst(lc));
         if (te->resjunk)
             continue;
-        VarSearch s{static_cast<Index>(parse->resultRelation), 0, nullptr, false};
-        find_target_vars(reinterpret_cast<Node *>(te->expr), &s);
-        if (s.any || !holds_input(reinterpret_cast<Node *>(te->expr), nullptr))
+        Seen s{static_cast<Index>(parse->resultRelation), 0, nullptr, false, false};
+        look(reinterpret_cast<Node *>(te->expr), &s);
+        if (s.any || !s.input)
             continue;
         Form_pg_attribute a = TupleDescAttr(RelationGetDescr(rel), te->resno - 1);
         size_t used = strlen(out);
@@ -111,8 +107,8 @@ bool overwritten_columns(Query *parse, Relation rel, char *out, size_t size)
 // Whether the WHERE tests a column that is no key column (or the row as a whole, or xmin).
 bool guarded(Query *parse, Relation rel)
 {
-    VarSearch s{static_cast<Index>(parse->resultRelation), 0, nullptr, false};
-    find_target_vars(parse->jointree->quals, &s);
+    Seen s{static_cast<Index>(parse->resultRelation), 0, nullptr, false, false};
+    look(parse->jointree->quals, &s);
     Bitmapset *keys = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_KEY);
     keys = bms_add_member(keys, SelfItemPointerAttributeNumber - FirstLowInvalidHeapAttributeNumber);
     return !bms_is_subset(s.columns, keys);
@@ -195,7 +191,7 @@ void find_overwrite(Query *parse, const char *query_string, Overwrite *o)
     o->unguarded = overwritten_columns(parse, rel, o->columns, sizeof o->columns) && !guarded(parse, rel);
     table_close(rel, NoLock);
     if (o->unguarded)
-        statement_text(o->write, query_string, parse->stmt_location, parse->stmt_len);
+        statement_text(o->write, sizeof o->write, query_string, parse->stmt_location, parse->stmt_len);
 }
 
 void add_checks(const Overwrite &o, PlannedStmt *result)

@@ -7,6 +7,7 @@
 #include "races/reads.hpp"
 #include "races/mode.hpp"
 #include "base/spi.hpp"
+#include "base/statement_text.hpp"
 
 extern "C" {
 #include "access/transam.h"
@@ -81,8 +82,7 @@ void remember(Oid relid, Snapshot snap, const char *text)
     e->snapshot.subxip = copy_xids(subxip, &e->subxip_room, snap->subxip, static_cast<uint32>(Max(snap->subxcnt, 0)));
     e->relid = relid;
     e->order = ++clock;
-    if (e->text != text)
-        memcpy(e->text, text, race_text_size);
+    memcpy(e->text, text, race_text_size);
 }
 
 bool locks_rows(PlannedStmt *stmt, Index rti)
@@ -113,7 +113,7 @@ void note_reads(QueryDesc *qd)
             continue;
         }
         if (text[0] == '\0')
-            statement_text(text, qd->sourceText, stmt->stmt_location, stmt->stmt_len);
+            statement_text(text, sizeof text, qd->sourceText, stmt->stmt_location, stmt->stmt_len);
         remember(rte->relid, qd->snapshot, text);
     }
 }

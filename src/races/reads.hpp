@@ -5,7 +5,7 @@
 #pragma once
 
 #include "base/pg.hpp"
-#include "races/statement_text.hpp"
+#include "races/reports.hpp"
 
 extern "C" {
 #include "utils/snapshot.h"

@@ -3,9 +3,10 @@
 #pragma once
 
 #include "base/pg.hpp"
-#include "races/statement_text.hpp"
-
 namespace ck {
+
+// A statement as reports quote it (base/statement_text.hpp), cut to fit.
+constexpr int race_text_size = 256;
 
 struct RaceReport {
     TimestampTz at;

@@ -54,13 +54,7 @@ void resolve_key(const Prepared &p, Datum *key, Oid *key_type)
     // Only a key key_param_type read as the plan's type gets here: an unknown literal arrives
     // as a C string (the parser leaves it uncoerced for "any"), a string type is printed first.
     *key = pg_call([&] {
-        char *text = DatumGetCString(*key);
-        if (*key_type != UNKNOWNOID) {
-            Oid output;
-            bool varlena;
-            getTypeOutputInfo(*key_type, &output, &varlena);
-            text = OidOutputFunctionCall(output, *key);
-        }
+        char *text = *key_type == UNKNOWNOID ? DatumGetCString(*key) : value_text(*key, *key_type);
         Oid input;
         Oid io_param;
         getTypeInputInfo(p.key_type, &input, &io_param);
@@ -71,12 +65,7 @@ void resolve_key(const Prepared &p, Datum *key, Oid *key_type)
 
 std::string key_text(Datum key, Oid key_type)
 {
-    return pg_call([&] {
-        Oid out;
-        bool varlena;
-        getTypeOutputInfo(key_type, &out, &varlena);
-        return OidOutputFunctionCall(out, key);
-    });
+    return pg_call([&] { return value_text(key, key_type); });
 }
 
 void raise_no_such_row(const Prepared &p, const std::string &key, const char *hint)
