@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ck.await_job returns when the commit that finishes the job comes, not at max_wait: woken by
-# that commit (the median of 5 within 50 ms of the completer's COMMIT with the shared state,
-# preloaded or not, as claim_wait.sh measures), with the result the worker gave; a completion
+# that commit, with the shared state preloaded or not (a job finished by hand, without a wake-up,
+# is not seen before max_wait: the awaiter does not poll), with the result the worker gave; a completion
 # that rolls back wakes nobody into a wrong answer (the job is still running at max_wait); a
 # cancel, a burial, complete_many, complete_and_claim and a claim that buries an expired or
 # timed-out last attempt wake it too (each wakes the awaiters of the jobs it finished, or of every job when it
@@ -59,7 +59,9 @@ finish_while_awaited() {
     rm -f "$out"
 }
 
-bound_ms=50
+# How soon is measured by make bench (section wakeup), not asserted here: a test only asks that
+# the wake-up came before max_wait (10 s), and the check below that nothing but the commit could
+# have woken it.
 times=()
 wrong=0
 for i in 1 2 3 4 5; do
@@ -67,10 +69,27 @@ for i in 1 2 3 4 5; do
     [[ $state == completed && $result == "{\"answer\":$id}" ]] || wrong=$((wrong + 1))
     times+=("$ms")
 done
-median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 3p)
+slowest=$(printf '%s\n' "${times[@]}" | sort -n | tail -n 1)
 echo "# 5 awaiters woken by a completion, ms after the completer began to commit: ${times[*]}"
-check "a completion's commit wakes the awaiter with the state and result every time ($wrong of 5 wrong), within $bound_ms ms (median: $median ms)" \
-    awk -v m="$median" -v w="$wrong" -v b="$bound_ms" 'BEGIN { exit !(w == 0 && m < b) }'
+check "a completion's commit wakes the awaiter with the state and result every time ($wrong of 5 wrong), before max_wait (slowest: $slowest ms)" \
+    awk -v m="$slowest" -v w="$wrong" 'BEGIN { exit !(w == 0 && m < 5000) }'
+
+# The awaiter sleeps until a finishing commit wakes it, it does not look again meanwhile: a job whose
+# row is deleted by hand (no ck call, the queue's triggers off: no wake-up at its commit) is not seen
+# gone before max_wait (1.5 s), where polling (every 10 ms, doubling to 200 ms) would have seen it
+# within 0.2 s of that commit. The look at max_wait then finds it gone.
+read -r id token < <(sql -F ' ' -c "SELECT ck.enqueue('jobs', '{}')" -c "SELECT id, lease_token FROM ck.claim('jobs')" | tail -n 1)
+out=$(mktemp)
+sql -F ' ' -c "SELECT state, round(extract(epoch FROM clock_timestamp() - statement_timestamp())::numeric, 2)
+               FROM ck.await_job('jobs', $id, '1.5 seconds')" >"$out" &
+awaiter=$!
+sleep 0.3
+sql -c "SET session_replication_role = replica" -c "DELETE FROM jobs WHERE id = $id"
+wait "$awaiter"
+read -r state waited <"$out"
+rm -f "$out"
+check "a job deleted without a wake-up is not seen before max_wait: the awaiter does not poll (returned $state after $waited s)" \
+    awk -v s="$state" -v w="$waited" 'BEGIN { exit !(s == "gone" && w >= 1.45) }'
 read -r state result ms id < <(finish_while_awaited fail)
 check "a burial by ck.fail wakes it: buried (after $ms ms)" awk -v s="$state" -v m="$ms" 'BEGIN { exit !(s == "buried" && m < 1000) }'
 read -r state result ms id < <(finish_while_awaited cancel)
