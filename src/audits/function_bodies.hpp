@@ -64,6 +64,10 @@ struct BodyWalk {
 // space: PL/pgSQL leaves spaces where it took INTO out; deparsed bodies span lines).
 char *statement_text(RawStmt *raw, const char *source);
 
+// SELECT, INSERT, UPDATE, DELETE, MERGE or a PL/pgSQL assignment: the raw statements that read
+// or write rows; anything else is a utility statement.
+bool reads_or_writes_rows(Node *stmt);
+
 // Every raw statement of a text.
 void walk_raw_text(const char *sql, RawParseMode mode, BodyWalk *w);
 
