@@ -330,6 +330,21 @@ char *statement_text(RawStmt *raw, const char *source)
     return text;
 }
 
+bool reads_or_writes_rows(Node *stmt)
+{
+    switch (nodeTag(stmt)) {
+    case T_SelectStmt:
+    case T_InsertStmt:
+    case T_UpdateStmt:
+    case T_DeleteStmt:
+    case T_MergeStmt:
+    case T_PLAssignStmt:
+        return true;
+    default:
+        return false;
+    }
+}
+
 void walk_raw_text(const char *sql, RawParseMode mode, BodyWalk *w)
 {
     if (w->stopped)

@@ -63,6 +63,10 @@ struct BodyWalk {
 // A raw statement's own text on one line (base/statement_text.hpp), palloc'd whole.
 char *statement_text(RawStmt *raw, const char *source);
 
+// SELECT, INSERT, UPDATE, DELETE, MERGE or a PL/pgSQL assignment: the raw statements that read
+// or write rows; anything else is a utility statement.
+bool reads_or_writes_rows(Node *stmt);
+
 // Every raw statement of a text.
 void walk_raw_text(const char *sql, RawParseMode mode, BodyWalk *w);
 

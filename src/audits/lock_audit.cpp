@@ -201,17 +201,8 @@ bool lock_walker(Node *node, void *context)
 bool on_statement(RawStmt *raw, const char *source, void *arg)
 {
     Facts *f = static_cast<Facts *>(arg);
-    switch (nodeTag(raw->stmt)) {
-    case T_SelectStmt:
-    case T_InsertStmt:
-    case T_UpdateStmt:
-    case T_DeleteStmt:
-    case T_MergeStmt:
-    case T_PLAssignStmt:
-        break;
-    default:
+    if (!ck::reads_or_writes_rows(raw->stmt))
         return false; // a utility statement locks no rows
-    }
     f->current = list_length(f->stmts);
     f->stmts = lappend(f->stmts, ck::statement_text(raw, source));
     f->ctes = NIL;

@@ -410,19 +410,10 @@ bool raw_walker(Node *node, void *context)
 void walk_raw_statement(Node *stmt, Facts *f)
 {
     f->ctes = NIL;
-    switch (nodeTag(stmt)) {
-    case T_SelectStmt:
-    case T_InsertStmt:
-    case T_UpdateStmt:
-    case T_DeleteStmt:
-    case T_MergeStmt:
-    case T_PLAssignStmt:
+    if (ck::reads_or_writes_rows(stmt))
         raw_walker(stmt, f);
-        break;
-    default:
+    else
         note_effect(f, psprintf("runs utility statement %s", CreateCommandName(stmt)));
-        break;
-    }
 }
 
 // The statement callbacks of the shared body walk: they stop it at the first certain effect.
