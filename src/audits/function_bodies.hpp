@@ -1,4 +1,4 @@
-// What the function audits (ck.volatility_audit, ck.lock_audit) share: the functions in
+// What the function audits (ck.volatility_audit, ck.lock_audit, ck.race_audit) share: the functions in
 // scope, the per-function subtransaction that is always rolled back, and the walk that
 // yields every raw statement of a PL/pgSQL or SQL body.
 //
