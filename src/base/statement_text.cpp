@@ -2,24 +2,20 @@
 
 extern "C" {
 #include "mb/pg_wchar.h"
+#include "parser/scansup.h"
 }
 
 #include <cstring>
 
 namespace ck {
 
-static bool is_space(unsigned char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-size_t statement_text(char *out, size_t size, const char *source, int location, int len)
+void statement_text(char *out, size_t size, const char *source, int location, int len)
 {
     if (size == 0)
-        return 0;
+        return;
     out[0] = '\0';
     if (source == nullptr)
-        return 0;
+        return;
     size_t total = strlen(source);
     const char *at = source;
     size_t n = total;
@@ -32,7 +28,7 @@ size_t statement_text(char *out, size_t size, const char *source, int location, 
     char quote = '\0';
     for (size_t i = 0; i < n;) {
         unsigned char c = static_cast<unsigned char>(at[i]);
-        if (quote == '\0' && is_space(c)) {
+        if (quote == '\0' && scanner_isspace(static_cast<char>(c))) {
             if (!space && o < size - 1)
                 out[o++] = ' ';
             space = true;
@@ -54,7 +50,6 @@ size_t statement_text(char *out, size_t size, const char *source, int location, 
     while (o > 0 && (out[o - 1] == ' ' || out[o - 1] == ';'))
         o--;
     out[o] = '\0';
-    return o;
 }
 
 } // namespace ck

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "base/pg.hpp"
+
 namespace ck {
 
 // A statement as reports quote it (base/statement_text.hpp), cut to fit.
